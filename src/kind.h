@@ -1,0 +1,188 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind.h
+ *	  A small "cumulative statistics kind" layer for PostgreSQL 15, shaped
+ *	  like core's PgStat_KindInfo so that a kind written on top of it could
+ *	  later be registered with pgstat_register_kind() on PostgreSQL 18+.
+ *
+ * A kind keeps its shared entries in its own dshash, inside a DSA area that
+ * the postmaster creates in place in main shared memory.  Backends count
+ * into backend-local *pending* entries and *flush* them into the shared
+ * entries later, taking each entry's LWLock without waiting where they can.
+ * Nothing in this layer knows about statements: the kind-specific parts are
+ * callbacks in PgssNgKindInfo.
+ *
+ * Shared structures
+ *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
+ *	  entry body:      [PgssNgSharedEntry] [kind data (shared_size bytes)]
+ *	  The body is a separate DSA chunk so that it can outlive its removal
+ *	  from the dshash while backends still hold references to it.
+ *
+ * Locking rules
+ *	  - The dshash partition lock protects the mapping key -> body.  A
+ *		reference (refcount increment) is only taken while that lock is
+ *		held, so a body that has left the hash can gain no new references.
+ *	  - Removing a body from the hash (reset, eviction) marks it dropped and
+ *		drops the hash's own reference; whoever brings refcount to zero
+ *		frees the body (and calls the kind's free callback).
+ *	  - A body's LWLock protects its kind data and its dropped flag.
+ *		Flushes take it exclusively, readers take it shared.  Flushes try
+ *		LWLockConditionalAcquire first.
+ *	  - Never take a dshash partition lock while holding an entry lock: the
+ *		order is partition lock, then entry lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGSS_NG_KIND_H
+#define PGSS_NG_KIND_H
+
+#include "datatype/timestamp.h"
+#include "lib/dshash.h"
+#include "lib/stringinfo.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "utils/dsa.h"
+#include "utils/hsearch.h"
+
+/* Pending data older than this is flushed with a waiting lock (ms). */
+#define PGSS_NG_PENDING_MAX_AGE_MS	1000
+
+/*
+ * Body of a shared entry.  The kind's data follows at
+ * PGSS_NG_SHARED_DATA_OFFSET.
+ */
+typedef struct PgssNgSharedEntry
+{
+	LWLock		lock;			/* protects dropped and the kind data */
+	bool		dropped;		/* removed from the hash, awaiting free */
+	pg_atomic_uint32 refcount;	/* 1 for the hash + 1 per entry ref */
+	uint64		generation;		/* distinguishes incarnations of one key */
+} PgssNgSharedEntry;
+
+#define PGSS_NG_SHARED_DATA_OFFSET	MAXALIGN(sizeof(PgssNgSharedEntry))
+#define PgssNgSharedData(ent) \
+	((void *) (((char *) (ent)) + PGSS_NG_SHARED_DATA_OFFSET))
+
+/* Tail of a dshash element, after the key. */
+typedef struct PgssNgHashEntry
+{
+	dsa_pointer body;			/* PgssNgSharedEntry + kind data */
+	uint64		generation;		/* copy of the body's generation */
+} PgssNgHashEntry;
+
+struct PgssNgKind;
+
+/*
+ * Kind description, the equivalent of PgStat_KindInfo.  All callbacks are
+ * called from backends attached to the kind's area; none may raise an
+ * ERROR while the layer holds a lock (they run under LWLocks).
+ */
+typedef struct PgssNgKindInfo
+{
+	const char *name;			/* used for tranche names and messages */
+	Size		key_size;		/* bytes; compared with memcmp, so callers
+								 * must zero padding */
+	Size		shared_size;	/* bytes of kind data in a shared entry */
+	Size		pending_size;	/* bytes of kind data in a pending entry */
+	int			max_pending;	/* flush early past this many pending */
+
+	/*
+	 * Merge pending data into a shared entry.  Called with the entry's lock
+	 * held exclusively and only when the entry is not dropped.
+	 */
+	void		(*flush_pending_cb) (struct PgssNgKind *kind, const void *key,
+									 void *shared_data,
+									 const void *pending_data);
+
+	/*
+	 * Release what the kind data owns (e.g. a query text) when the body is
+	 * freed.  No lock is held: nobody else can see the body any more.
+	 */
+	void		(*free_cb) (struct PgssNgKind *kind, void *shared_data);
+
+	/*
+	 * Serialize / deserialize an entry for persistence.  Unused by the
+	 * core layer so far; kept so the shape matches PgStat_KindInfo.
+	 */
+	void		(*to_serialized_cb) (struct PgssNgKind *kind, const void *key,
+									 const void *shared_data,
+									 StringInfo buf);
+	bool		(*from_serialized_cb) (struct PgssNgKind *kind,
+									   const char *data, Size len);
+} PgssNgKindInfo;
+
+/* Kind-wide shared state, in main shared memory. */
+typedef struct PgssNgKindShared
+{
+	dshash_table_handle hash_handle;
+	int			dsa_tranche;
+	int			hash_tranche;
+	int			entry_tranche;
+	pg_atomic_uint32 entries_live;	/* entries in the hash */
+	pg_atomic_uint32 entries_allocated; /* bodies, incl. dropped ones */
+	pg_atomic_uint64 next_generation;
+	/* the in-place DSA area follows, MAXALIGN'd */
+} PgssNgKindShared;
+
+/* Backend-local handle of one kind. */
+typedef struct PgssNgKind
+{
+	const PgssNgKindInfo *info;
+	PgssNgKindShared *shared;	/* NULL until shmem startup */
+	dsa_area   *area;			/* NULL until attached */
+	dshash_table *hash;
+	dshash_parameters hash_params;
+	HTAB	   *pending;		/* key -> PgssNgPendingEntry */
+	int			npending;
+	int			max_entries;	/* creation refused at this many live */
+	bool		detaching;		/* at exit, after the last flush */
+} PgssNgKind;
+
+/*
+ * Fills the kind data of a shared entry being created (e.g. stores its
+ * query text).  Called without any lock held, before the entry becomes
+ * visible; must not raise an ERROR.  Returns false if something could not
+ * be stored (the entry is created all the same).
+ */
+typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
+									void *arg);
+
+/* result of pgss_ng_kind_create */
+typedef enum PgssNgCreateResult
+{
+	PGSS_NG_EXISTS,				/* somebody else created it first */
+	PGSS_NG_CREATED,
+	PGSS_NG_FULL,				/* max live entries reached */
+	PGSS_NG_OUT_OF_MEMORY		/* shared memory could not be allocated */
+} PgssNgCreateResult;
+
+/* setup, in the postmaster */
+extern Size pgss_ng_kind_shmem_size(const PgssNgKindInfo *info);
+extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name);
+
+/* backends */
+extern bool pgss_ng_kind_attach(PgssNgKind *kind);
+extern bool pgss_ng_kind_exists(PgssNgKind *kind, const void *key);
+extern PgssNgCreateResult pgss_ng_kind_create(PgssNgKind *kind, const void *key,
+											  PgssNgInitSharedFn init,
+											  void *arg);
+extern void *pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
+									  PgssNgInitSharedFn init, void *arg,
+									  PgssNgCreateResult *result);
+extern bool pgss_ng_kind_flush(PgssNgKind *kind, bool force);
+
+/* readers and maintenance */
+typedef void (*PgssNgVisitFn) (PgssNgKind *kind, const void *key,
+							   const void *shared_data, void *arg);
+typedef bool (*PgssNgMatchFn) (const void *key, void *arg);
+typedef void (*PgssNgResetFn) (void *shared_data, void *arg);
+
+extern void pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
+								 void *arg);
+extern uint64 pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match,
+										 void *arg);
+extern uint64 pgss_ng_kind_reset_matching(PgssNgKind *kind, PgssNgMatchFn match,
+										  PgssNgResetFn reset, void *arg);
+extern uint32 pgss_ng_kind_entries(PgssNgKind *kind);
+
+#endif							/* PGSS_NG_KIND_H */
