@@ -1,0 +1,90 @@
+/* pgss_ng--1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
+
+-- Per-statement statistics: the columns of PostgreSQL 15's
+-- pg_stat_statements (1.10), then stats_since and minmax_stats_since.
+CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT query text,
+    OUT plans int8,
+    OUT total_plan_time float8,
+    OUT min_plan_time float8,
+    OUT max_plan_time float8,
+    OUT mean_plan_time float8,
+    OUT stddev_plan_time float8,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT min_exec_time float8,
+    OUT max_exec_time float8,
+    OUT mean_exec_time float8,
+    OUT stddev_exec_time float8,
+    OUT rows int8,
+    OUT shared_blks_hit int8,
+    OUT shared_blks_read int8,
+    OUT shared_blks_dirtied int8,
+    OUT shared_blks_written int8,
+    OUT local_blks_hit int8,
+    OUT local_blks_read int8,
+    OUT local_blks_dirtied int8,
+    OUT local_blks_written int8,
+    OUT temp_blks_read int8,
+    OUT temp_blks_written int8,
+    OUT blk_read_time float8,
+    OUT blk_write_time float8,
+    OUT temp_blk_read_time float8,
+    OUT temp_blk_write_time float8,
+    OUT wal_records int8,
+    OUT wal_fpi int8,
+    OUT wal_bytes numeric,
+    OUT jit_functions int8,
+    OUT jit_generation_time float8,
+    OUT jit_inlining_count int8,
+    OUT jit_inlining_time float8,
+    OUT jit_optimization_count int8,
+    OUT jit_optimization_time float8,
+    OUT jit_emission_count int8,
+    OUT jit_emission_time float8,
+    OUT stats_since timestamptz,
+    OUT minmax_stats_since timestamptz
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng AS
+  SELECT * FROM pgss_ng(true);
+
+GRANT SELECT ON pgss_ng TO PUBLIC;
+
+-- Extension-wide counters.
+CREATE FUNCTION pgss_ng_info(
+    OUT dealloc bigint,
+    OUT stats_reset timestamptz,
+    OUT entries bigint,
+    OUT dropped bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_info AS
+  SELECT * FROM pgss_ng_info();
+
+GRANT SELECT ON pgss_ng_info TO PUBLIC;
+
+-- Reset: superusers only unless granted.
+CREATE FUNCTION pgss_ng_reset(IN userid oid DEFAULT 0,
+    IN dbid oid DEFAULT 0,
+    IN queryid bigint DEFAULT 0,
+    IN minmax_only boolean DEFAULT false
+)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'pgss_ng_reset'
+LANGUAGE C STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION pgss_ng_reset(oid, oid, bigint, boolean) FROM PUBLIC;

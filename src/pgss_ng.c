@@ -1,0 +1,510 @@
+/*-------------------------------------------------------------------------
+ *
+ * pgss_ng.c
+ *	  Module entry: GUCs, shared memory requests and the hooks that feed
+ *	  the statement kind.
+ *
+ * The hooks decide *what* is recorded exactly as pg_stat_statements 1.10
+ * does on PostgreSQL 15 (same nesting rules, same treatment of utility
+ * statements, PREPARE/EXECUTE/DEALLOCATE, planning), so that counts and
+ * normalized texts agree; stmt_kind.c decides *how* (pending counters,
+ * flushed at the end of each top-level statement).
+ *
+ * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/parallel.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "optimizer/planner.h"
+#include "parser/analyze.h"
+#include "storage/ipc.h"
+#include "tcop/utility.h"
+#include "utils/guc.h"
+
+#include "pgss_ng.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+/* GUC values */
+int			pgss_ng_max = 5000;
+int			pgss_ng_track = PGSS_NG_TRACK_TOP;
+bool		pgss_ng_track_utility = true;
+bool		pgss_ng_track_planning = false;
+bool		pgss_ng_save = true;
+
+static const struct config_enum_entry track_options[] =
+{
+	{"none", PGSS_NG_TRACK_NONE, false},
+	{"top", PGSS_NG_TRACK_TOP, false},
+	{"all", PGSS_NG_TRACK_ALL, false},
+	{NULL, 0, false}
+};
+
+/* Nesting depth of executor / utility calls, and of planner calls. */
+static int	exec_nested_level = 0;
+static int	plan_nested_level = 0;
+
+/* Saved hook values */
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
+static planner_hook_type prev_planner_hook = NULL;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorRun_hook_type prev_ExecutorRun = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Is a statement at this nesting level tracked? */
+#define pgss_ng_enabled(level) \
+	(!IsParallelWorker() && \
+	 (pgss_ng_track == PGSS_NG_TRACK_ALL || \
+	  (pgss_ng_track == PGSS_NG_TRACK_TOP && (level) == 0)))
+
+/*
+ * Utility statements whose execution is charged elsewhere: EXECUTE to the
+ * prepared statement (by the executor hooks), PREPARE and DEALLOCATE not
+ * at all.
+ */
+#define pgss_ng_handled_utility(n) \
+	(!IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt) && !IsA(n, DeallocateStmt))
+
+static void pgss_ng_shmem_request(void);
+static void pgss_ng_shmem_startup(void);
+static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
+									   JumbleState *jstate);
+static PlannedStmt *pgss_ng_planner(Query *parse, const char *query_string,
+									int cursorOptions,
+									ParamListInfo boundParams);
+static void pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags);
+static void pgss_ng_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
+								uint64 count, bool execute_once);
+static void pgss_ng_ExecutorFinish(QueryDesc *queryDesc);
+static void pgss_ng_ExecutorEnd(QueryDesc *queryDesc);
+static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+								   bool readOnlyTree,
+								   ProcessUtilityContext context,
+								   ParamListInfo params,
+								   QueryEnvironment *queryEnv,
+								   DestReceiver *dest, QueryCompletion *qc);
+
+/*
+ * _PG_init
+ *		Define the GUCs and, when preloaded, install the hooks.
+ *
+ * Loaded without shared_preload_libraries (e.g. by CREATE EXTENSION), the
+ * module installs nothing; its SQL functions then raise an ERROR.
+ */
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	EnableQueryId();
+
+	DefineCustomIntVariable("pgss_ng.max",
+							"Sets the maximum number of statements tracked by pgss_ng.",
+							NULL,
+							&pgss_ng_max,
+							5000,
+							100,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("pgss_ng.track",
+							 "Selects which statements are tracked by pgss_ng.",
+							 NULL,
+							 &pgss_ng_track,
+							 PGSS_NG_TRACK_TOP,
+							 track_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pgss_ng.track_utility",
+							 "Selects whether utility commands are tracked by pgss_ng.",
+							 NULL,
+							 &pgss_ng_track_utility,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pgss_ng.track_planning",
+							 "Selects whether planning duration is tracked by pgss_ng.",
+							 NULL,
+							 &pgss_ng_track_planning,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pgss_ng.save",
+							 "Save pgss_ng statistics across server shutdowns.",
+							 NULL,
+							 &pgss_ng_save,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pgss_ng");
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = pgss_ng_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = pgss_ng_shmem_startup;
+	prev_post_parse_analyze_hook = post_parse_analyze_hook;
+	post_parse_analyze_hook = pgss_ng_post_parse_analyze;
+	prev_planner_hook = planner_hook;
+	planner_hook = pgss_ng_planner;
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = pgss_ng_ExecutorStart;
+	prev_ExecutorRun = ExecutorRun_hook;
+	ExecutorRun_hook = pgss_ng_ExecutorRun;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = pgss_ng_ExecutorFinish;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = pgss_ng_ExecutorEnd;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = pgss_ng_ProcessUtility;
+}
+
+/*
+ * pgss_ng_shmem_request
+ *		Request the main shared memory of the statement kind.
+ */
+static void
+pgss_ng_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+
+	RequestAddinShmemSpace(pgss_ng_stmt_shmem_size());
+}
+
+/*
+ * pgss_ng_shmem_startup
+ *		Create the statement kind's shared state (postmaster, and again
+ *		after a crash reinitialized shared memory: statistics start empty).
+ */
+static void
+pgss_ng_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	pgss_ng_stmt_shmem_startup();
+}
+
+/*
+ * pgss_ng_post_parse_analyze
+ *		Make the entry of a statement with constants, with its normalized
+ *		text, and clear the queryId of the utility statements whose cost is
+ *		charged elsewhere (EXECUTE, PREPARE, DEALLOCATE).
+ */
+static void
+pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
+						   JumbleState *jstate)
+{
+	if (prev_post_parse_analyze_hook)
+		prev_post_parse_analyze_hook(pstate, query, jstate);
+
+	if (pgss_ng_info_shared == NULL || !pgss_ng_enabled(exec_nested_level))
+		return;
+
+	if (query->utilityStmt)
+	{
+		if (pgss_ng_track_utility &&
+			!pgss_ng_handled_utility(query->utilityStmt))
+			query->queryId = UINT64CONST(0);
+		return;
+	}
+
+	/*
+	 * Without constants the normalized text is the statement's text itself,
+	 * which the first execution stores: no entry is needed yet.
+	 */
+	if (jstate && jstate->clocations_count > 0)
+		pgss_ng_store(pstate->p_sourcetext, query->queryId,
+					  query->stmt_location, query->stmt_len,
+					  PGSS_NG_INVALID, exec_nested_level == 0,
+					  0, 0, NULL, NULL, NULL, jstate);
+}
+
+/*
+ * pgss_ng_planner
+ *		Time the planning of tracked statements when track_planning is on.
+ *		Duration in ms; buffer and WAL usage of the planning itself.
+ */
+static PlannedStmt *
+pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
+				ParamListInfo boundParams)
+{
+	PlannedStmt *result;
+	instr_time	start;
+	instr_time	duration;
+	BufferUsage bufusage_start,
+				bufusage;
+	WalUsage	walusage_start,
+				walusage;
+
+	if (!(pgss_ng_info_shared != NULL &&
+		  pgss_ng_enabled(plan_nested_level + exec_nested_level) &&
+		  pgss_ng_track_planning && query_string &&
+		  parse->queryId != UINT64CONST(0)))
+	{
+		if (prev_planner_hook)
+			return prev_planner_hook(parse, query_string, cursorOptions,
+									 boundParams);
+		return standard_planner(parse, query_string, cursorOptions,
+								boundParams);
+	}
+
+	bufusage_start = pgBufferUsage;
+	walusage_start = pgWalUsage;
+	INSTR_TIME_SET_CURRENT(start);
+
+	plan_nested_level++;
+	PG_TRY();
+	{
+		if (prev_planner_hook)
+			result = prev_planner_hook(parse, query_string, cursorOptions,
+									   boundParams);
+		else
+			result = standard_planner(parse, query_string, cursorOptions,
+									  boundParams);
+	}
+	PG_FINALLY();
+	{
+		plan_nested_level--;
+	}
+	PG_END_TRY();
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+
+	memset(&bufusage, 0, sizeof(BufferUsage));
+	BufferUsageAccumDiff(&bufusage, &pgBufferUsage, &bufusage_start);
+	memset(&walusage, 0, sizeof(WalUsage));
+	WalUsageAccumDiff(&walusage, &pgWalUsage, &walusage_start);
+
+	pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
+				  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
+				  INSTR_TIME_GET_MILLISEC(duration), 0,
+				  &bufusage, &walusage, NULL, NULL);
+
+	return result;
+}
+
+/*
+ * pgss_ng_ExecutorStart
+ *		Ask the executor for instrumentation of tracked statements; the
+ *		Instrumentation lives in the query's memory context.
+ */
+static void
+pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+
+	if (pgss_ng_info_shared != NULL &&
+		pgss_ng_enabled(exec_nested_level) &&
+		queryDesc->plannedstmt->queryId != UINT64CONST(0) &&
+		queryDesc->totaltime == NULL)
+	{
+		MemoryContext oldcxt;
+
+		oldcxt = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
+		queryDesc->totaltime = InstrAlloc(1, INSTRUMENT_ALL, false);
+		MemoryContextSwitchTo(oldcxt);
+	}
+}
+
+/*
+ * pgss_ng_ExecutorRun
+ *		Track nesting depth only.
+ */
+static void
+pgss_ng_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
+					uint64 count, bool execute_once)
+{
+	exec_nested_level++;
+	PG_TRY();
+	{
+		if (prev_ExecutorRun)
+			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+	}
+	PG_FINALLY();
+	{
+		exec_nested_level--;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * pgss_ng_ExecutorFinish
+ *		Track nesting depth only.
+ */
+static void
+pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
+{
+	exec_nested_level++;
+	PG_TRY();
+	{
+		if (prev_ExecutorFinish)
+			prev_ExecutorFinish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+	}
+	PG_FINALLY();
+	{
+		exec_nested_level--;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * pgss_ng_ExecutorEnd
+ *		Record the execution (time in ms, rows, buffers, WAL, JIT) and, at
+ *		top level, flush the backend's pending counters.
+ */
+static void
+pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
+{
+	uint64		queryId = queryDesc->plannedstmt->queryId;
+
+	if (pgss_ng_info_shared != NULL && queryId != UINT64CONST(0) &&
+		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level))
+	{
+		EState	   *estate = queryDesc->estate;
+
+		InstrEndLoop(queryDesc->totaltime);
+		pgss_ng_store(queryDesc->sourceText, queryId,
+					  queryDesc->plannedstmt->stmt_location,
+					  queryDesc->plannedstmt->stmt_len,
+					  PGSS_NG_EXEC, exec_nested_level == 0,
+					  queryDesc->totaltime->total * 1000.0,
+					  estate->es_processed,
+					  &queryDesc->totaltime->bufusage,
+					  &queryDesc->totaltime->walusage,
+					  estate->es_jit ? &estate->es_jit->instr : NULL,
+					  NULL);
+	}
+
+	if (exec_nested_level == 0)
+		pgss_ng_flush(false);
+
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
+/*
+ * pgss_ng_ProcessUtility
+ *		Record utility statements (time in ms, rows of COPY/FETCH/SELECT
+ *		INTO/REFRESH MATERIALIZED VIEW, buffers, WAL), flushing at top
+ *		level.
+ *
+ * Like pg_stat_statements, a tracked utility statement's queryId is set
+ * to zero, so a cached PlannedStmt that is executed again is not counted
+ * again (pg_stat_statements' behaviour, which we keep for equal counts).
+ * Unlike it, we clear it only *after* the statement ran: a
+ * pg_stat_statements loaded before us in shared_preload_libraries (so
+ * called from inside this hook) still sees the real queryId, and both
+ * extensions can be compared in one server.
+ */
+static void
+pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					   bool readOnlyTree, ProcessUtilityContext context,
+					   ParamListInfo params, QueryEnvironment *queryEnv,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	uint64		saved_queryId = pstmt->queryId;
+	int			saved_stmt_location = pstmt->stmt_location;
+	int			saved_stmt_len = pstmt->stmt_len;
+	bool		tracked;
+	instr_time	start;
+	instr_time	duration;
+	uint64		rows;
+	BufferUsage bufusage_start,
+				bufusage;
+	WalUsage	walusage_start,
+				walusage;
+
+	tracked = pgss_ng_info_shared != NULL &&
+		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
+
+	if (!tracked || !pgss_ng_handled_utility(parsetree))
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+		if (tracked)
+			pstmt->queryId = UINT64CONST(0);
+		return;
+	}
+
+	bufusage_start = pgBufferUsage;
+	walusage_start = pgWalUsage;
+	INSTR_TIME_SET_CURRENT(start);
+
+	exec_nested_level++;
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		exec_nested_level--;
+		pstmt->queryId = UINT64CONST(0);
+	}
+	PG_END_TRY();
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+
+	if (qc && (qc->commandTag == CMDTAG_COPY ||
+			   qc->commandTag == CMDTAG_FETCH ||
+			   qc->commandTag == CMDTAG_SELECT ||
+			   qc->commandTag == CMDTAG_REFRESH_MATERIALIZED_VIEW))
+		rows = qc->nprocessed;
+	else
+		rows = 0;
+
+	memset(&bufusage, 0, sizeof(BufferUsage));
+	BufferUsageAccumDiff(&bufusage, &pgBufferUsage, &bufusage_start);
+	memset(&walusage, 0, sizeof(WalUsage));
+	WalUsageAccumDiff(&walusage, &pgWalUsage, &walusage_start);
+
+	pgss_ng_store(queryString, saved_queryId, saved_stmt_location,
+				  saved_stmt_len, PGSS_NG_EXEC, exec_nested_level == 0,
+				  INSTR_TIME_GET_MILLISEC(duration), rows,
+				  &bufusage, &walusage, NULL, NULL);
+
+	if (exec_nested_level == 0)
+		pgss_ng_flush(false);
+}

@@ -1,0 +1,447 @@
+/*-------------------------------------------------------------------------
+ *
+ * stmt_kind.c
+ *	  The statement kind: what pg_stat_statements tracks, as a kind of the
+ *	  kind layer.  Key (userid, dbid, queryid, toplevel); pending data is a
+ *	  PgssNgCounters; shared data adds the query text and timestamps.
+ *
+ * Locking: counters in shared entries are changed only by the flush
+ * callback (entry lock exclusive) and the reset callbacks (idem); the info
+ * counters by their spinlock.  Nothing here raises an ERROR into the
+ * user's statement: pgss_ng_store() catches what the layers below could
+ * throw and counts the lost work as dropped.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "normalize.h"
+#include "pgss_ng.h"
+#include "qtext.h"
+
+/* Pending entries allowed per backend before an early flush. */
+#define PGSS_NG_MAX_PENDING		256
+
+static void stmt_flush_pending(PgssNgKind *kind, const void *key,
+							   void *shared_data, const void *pending_data);
+static void stmt_free(PgssNgKind *kind, void *shared_data);
+
+static const PgssNgKindInfo stmt_kind_info = {
+	.name = "pgss_ng",
+	.key_size = sizeof(PgssNgStmtKey),
+	.shared_size = sizeof(PgssNgStmtShared),
+	.pending_size = sizeof(PgssNgCounters),
+	.max_pending = PGSS_NG_MAX_PENDING,
+	.flush_pending_cb = stmt_flush_pending,
+	.free_cb = stmt_free,
+};
+
+PgssNgKind	pgss_ng_stmt_kind = {.info = &stmt_kind_info};
+PgssNgInfo *pgss_ng_info_shared = NULL;
+
+/* What the init callback stores in a new entry. */
+typedef struct StmtInitArg
+{
+	const char *text;
+	int			len;
+	int			encoding;
+	TimestampTz now;
+} StmtInitArg;
+
+
+/*
+ * pgss_ng_stmt_shmem_size
+ *		Bytes of main shared memory the statement kind needs.
+ */
+Size
+pgss_ng_stmt_shmem_size(void)
+{
+	return add_size(pgss_ng_kind_shmem_size(&stmt_kind_info),
+					MAXALIGN(sizeof(PgssNgInfo)));
+}
+
+/*
+ * pgss_ng_stmt_shmem_startup
+ *		Create or find the statement kind and the info counters.  Called
+ *		from shmem_startup_hook; takes AddinShmemInitLock.
+ */
+void
+pgss_ng_stmt_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+
+	pgss_ng_kind_shmem_startup(&pgss_ng_stmt_kind, "pgss_ng statements");
+	pgss_ng_stmt_kind.max_entries = pgss_ng_max;
+
+	pgss_ng_info_shared = ShmemInitStruct("pgss_ng info", sizeof(PgssNgInfo),
+										  &found);
+	if (!found)
+	{
+		SpinLockInit(&pgss_ng_info_shared->mutex);
+		pgss_ng_info_shared->dealloc = 0;
+		pgss_ng_info_shared->dropped = 0;
+		pgss_ng_info_shared->stats_reset = GetCurrentTimestamp();
+	}
+
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * pgss_ng_count_dropped
+ *		Count n plannings/executions that could not be recorded.
+ */
+void
+pgss_ng_count_dropped(int64 n)
+{
+	SpinLockAcquire(&pgss_ng_info_shared->mutex);
+	pgss_ng_info_shared->dropped += n;
+	SpinLockRelease(&pgss_ng_info_shared->mutex);
+}
+
+/*
+ * stmt_init
+ *		Init callback for a new shared entry: store its query text and its
+ *		timestamps.  No lock held.  A text that cannot be stored leaves the
+ *		entry with query NULL; never raises an ERROR.
+ */
+static bool
+stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	StmtInitArg *ia = (StmtInitArg *) arg;
+
+	sh->qtext = pgss_ng_qtext_store(kind->area, ia->text, ia->len);
+	sh->qlen = DsaPointerIsValid(sh->qtext) ? ia->len : 0;
+	sh->encoding = ia->encoding;
+	sh->stats_since = ia->now;
+	sh->minmax_stats_since = ia->now;
+	return DsaPointerIsValid(sh->qtext);
+}
+
+/*
+ * stmt_free
+ *		Free callback: release the entry's query text.
+ */
+static void
+stmt_free(PgssNgKind *kind, void *shared_data)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+
+	pgss_ng_qtext_release(kind->area, sh->qtext);
+	sh->qtext = InvalidDsaPointer;
+}
+
+/*
+ * merge_counters
+ *		Add the counters of src (pending data) into dst (shared data).
+ *
+ * Calls, totals and block/WAL/JIT counters add up.  Means and sums of
+ * squared deviations are combined with the parallel form of Welford's
+ * method (Chan et al.), so the result equals one pass over all calls up to
+ * rounding.  min/max take the smaller/larger, and restart after a min/max
+ * reset (have_minmax false).  Called with the entry lock held exclusively.
+ */
+static void
+merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src)
+{
+	PgssNgCounters *dst = &dst_sh->counters;
+	int			k;
+
+	for (k = 0; k < PGSS_NG_NUMKIND; k++)
+	{
+		int64		na = dst->calls[k];
+		int64		nb = src->calls[k];
+		double		n;
+		double		delta;
+
+		if (nb == 0)
+			continue;
+		n = (double) (na + nb);
+		delta = src->mean_time[k] - dst->mean_time[k];
+
+		dst->mean_time[k] += delta * nb / n;
+		dst->sum_var_time[k] += src->sum_var_time[k] +
+			delta * delta * ((double) na * (double) nb / n);
+		dst->calls[k] += nb;
+		dst->total_time[k] += src->total_time[k];
+
+		if (!dst_sh->have_minmax[k])
+		{
+			dst->min_time[k] = src->min_time[k];
+			dst->max_time[k] = src->max_time[k];
+			dst_sh->have_minmax[k] = true;
+		}
+		else
+		{
+			dst->min_time[k] = Min(dst->min_time[k], src->min_time[k]);
+			dst->max_time[k] = Max(dst->max_time[k], src->max_time[k]);
+		}
+	}
+
+	dst->rows += src->rows;
+	dst->shared_blks_hit += src->shared_blks_hit;
+	dst->shared_blks_read += src->shared_blks_read;
+	dst->shared_blks_dirtied += src->shared_blks_dirtied;
+	dst->shared_blks_written += src->shared_blks_written;
+	dst->local_blks_hit += src->local_blks_hit;
+	dst->local_blks_read += src->local_blks_read;
+	dst->local_blks_dirtied += src->local_blks_dirtied;
+	dst->local_blks_written += src->local_blks_written;
+	dst->temp_blks_read += src->temp_blks_read;
+	dst->temp_blks_written += src->temp_blks_written;
+	dst->blk_read_time += src->blk_read_time;
+	dst->blk_write_time += src->blk_write_time;
+	dst->temp_blk_read_time += src->temp_blk_read_time;
+	dst->temp_blk_write_time += src->temp_blk_write_time;
+	dst->wal_records += src->wal_records;
+	dst->wal_fpi += src->wal_fpi;
+	dst->wal_bytes += src->wal_bytes;
+	dst->jit_functions += src->jit_functions;
+	dst->jit_generation_time += src->jit_generation_time;
+	dst->jit_inlining_count += src->jit_inlining_count;
+	dst->jit_inlining_time += src->jit_inlining_time;
+	dst->jit_optimization_count += src->jit_optimization_count;
+	dst->jit_optimization_time += src->jit_optimization_time;
+	dst->jit_emission_count += src->jit_emission_count;
+	dst->jit_emission_time += src->jit_emission_time;
+}
+
+/*
+ * stmt_flush_pending
+ *		Flush callback of the statement kind.  Entry lock held exclusively.
+ */
+static void
+stmt_flush_pending(PgssNgKind *kind, const void *key, void *shared_data,
+				   const void *pending_data)
+{
+	merge_counters((PgssNgStmtShared *) shared_data,
+				   (const PgssNgCounters *) pending_data);
+}
+
+/*
+ * count_one
+ *		Record one planning or execution in pending counters (backend-local,
+ *		no lock).  total_time in ms.  Mean and variance by Welford's method.
+ */
+static void
+count_one(PgssNgCounters *c, PgssNgStoreKind kind, double total_time,
+		  uint64 rows, const BufferUsage *bufusage, const WalUsage *walusage,
+		  const JitInstrumentation *jitusage)
+{
+	c->calls[kind] += 1;
+	c->total_time[kind] += total_time;
+	if (c->calls[kind] == 1)
+	{
+		c->min_time[kind] = total_time;
+		c->max_time[kind] = total_time;
+		c->mean_time[kind] = total_time;
+	}
+	else
+	{
+		double		old_mean = c->mean_time[kind];
+
+		c->mean_time[kind] += (total_time - old_mean) / c->calls[kind];
+		c->sum_var_time[kind] +=
+			(total_time - old_mean) * (total_time - c->mean_time[kind]);
+		c->min_time[kind] = Min(c->min_time[kind], total_time);
+		c->max_time[kind] = Max(c->max_time[kind], total_time);
+	}
+
+	c->rows += rows;
+	c->shared_blks_hit += bufusage->shared_blks_hit;
+	c->shared_blks_read += bufusage->shared_blks_read;
+	c->shared_blks_dirtied += bufusage->shared_blks_dirtied;
+	c->shared_blks_written += bufusage->shared_blks_written;
+	c->local_blks_hit += bufusage->local_blks_hit;
+	c->local_blks_read += bufusage->local_blks_read;
+	c->local_blks_dirtied += bufusage->local_blks_dirtied;
+	c->local_blks_written += bufusage->local_blks_written;
+	c->temp_blks_read += bufusage->temp_blks_read;
+	c->temp_blks_written += bufusage->temp_blks_written;
+	c->blk_read_time += INSTR_TIME_GET_MILLISEC(bufusage->blk_read_time);
+	c->blk_write_time += INSTR_TIME_GET_MILLISEC(bufusage->blk_write_time);
+	c->temp_blk_read_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_read_time);
+	c->temp_blk_write_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_write_time);
+	c->wal_records += walusage->wal_records;
+	c->wal_fpi += walusage->wal_fpi;
+	c->wal_bytes += walusage->wal_bytes;
+
+	if (jitusage)
+	{
+		double		inlining = INSTR_TIME_GET_MILLISEC(jitusage->inlining_counter);
+		double		optimization = INSTR_TIME_GET_MILLISEC(jitusage->optimization_counter);
+		double		emission = INSTR_TIME_GET_MILLISEC(jitusage->emission_counter);
+
+		c->jit_functions += jitusage->created_functions;
+		c->jit_generation_time += INSTR_TIME_GET_MILLISEC(jitusage->generation_counter);
+		if (inlining)
+			c->jit_inlining_count++;
+		c->jit_inlining_time += inlining;
+		if (optimization)
+			c->jit_optimization_count++;
+		c->jit_optimization_time += optimization;
+		if (emission)
+			c->jit_emission_count++;
+		c->jit_emission_time += emission;
+	}
+}
+
+/*
+ * store_internal
+ *		The body of pgss_ng_store(); may raise ERRORs from below (local
+ *		out-of-memory, DSM mapping failures), which the caller catches.
+ *
+ * With jstate (parse analysis of a statement with constants) it only makes
+ * sure the entry exists, normalizing the text if it does not: the
+ * normalized text can only be computed here.  Otherwise it adds one
+ * planning or execution to the backend's pending counters, creating the
+ * entry with the statement's own text if needed.  Memory: the normalized
+ * text is palloc'd in CurrentMemoryContext and freed before returning.
+ */
+static void
+store_internal(const char *query, uint64 queryid, int query_location,
+			   int query_len, PgssNgStoreKind kind, bool toplevel,
+			   double total_time, uint64 rows, const BufferUsage *bufusage,
+			   const WalUsage *walusage, const JitInstrumentation *jitusage,
+			   JumbleState *jstate)
+{
+	PgssNgKind *sk = &pgss_ng_stmt_kind;
+	PgssNgStmtKey key;
+	StmtInitArg ia;
+	PgssNgCounters *pending;
+	PgssNgCreateResult result;
+	char	   *norm_query = NULL;
+
+	if (!pgss_ng_kind_attach(sk))
+		return;
+
+	memset(&key, 0, sizeof(key));
+	key.userid = GetUserId();
+	key.dbid = MyDatabaseId;
+	key.queryid = queryid;
+	key.toplevel = toplevel;
+
+	if (jstate != NULL && pgss_ng_kind_exists(sk, &key))
+		return;
+
+	query = CleanQuerytext(query, &query_location, &query_len);
+	if (jstate != NULL)
+		norm_query = pgss_ng_normalize_query(jstate, query, query_location,
+											 &query_len);
+	ia.text = norm_query ? norm_query : query;
+	ia.len = query_len;
+	ia.encoding = GetDatabaseEncoding();
+	ia.now = GetCurrentTimestamp();
+
+	if (jstate != NULL)
+	{
+		(void) pgss_ng_kind_create(sk, &key, stmt_init, &ia);
+		pfree(norm_query);
+		return;
+	}
+
+	pending = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia, &result);
+	if (pending == NULL)
+	{
+		pgss_ng_count_dropped(1);
+		return;
+	}
+	count_one(pending, kind, total_time, rows, bufusage, walusage, jitusage);
+}
+
+/*
+ * catch_tracking_error
+ *		Turn an ERROR raised while tracking into a LOG line.
+ *
+ * Called in PG_CATCH of the tracking entry points.  Tracking runs only
+ * from hooks, which are never entered with an LWLock held, so
+ * LWLockReleaseAll() releases exactly the locks of this module (a dshash
+ * partition lock, an entry lock).  Memory: switches back to the caller's
+ * context; the error data is freed.
+ */
+static void
+catch_tracking_error(MemoryContext oldcxt, const char *what)
+{
+	ErrorData  *edata;
+
+	LWLockReleaseAll();
+	MemoryContextSwitchTo(oldcxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	ereport(LOG,
+			(errmsg("pgss_ng could not %s: %s", what, edata->message)));
+	FreeErrorData(edata);
+}
+
+/*
+ * pgss_ng_store
+ *		Record a planning or execution of a statement (or, with jstate,
+ *		make its entry with the normalized text).  Called from the hooks.
+ *
+ * query/query_location/query_len locate the statement in its source
+ * string; total_time is in ms.  No ERROR escapes into the user's
+ * statement: one raised below is caught, logged, and the planning or
+ * execution counted as dropped.
+ */
+void
+pgss_ng_store(const char *query, uint64 queryid, int query_location,
+			  int query_len, PgssNgStoreKind kind, bool toplevel,
+			  double total_time, uint64 rows, const BufferUsage *bufusage,
+			  const WalUsage *walusage, const JitInstrumentation *jitusage,
+			  JumbleState *jstate)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
+		return;
+
+	PG_TRY();
+	{
+		store_internal(query, queryid, query_location, query_len, kind,
+					   toplevel, total_time, rows, bufusage, walusage,
+					   jitusage, jstate);
+	}
+	PG_CATCH();
+	{
+		catch_tracking_error(oldcxt, "record a statement");
+		if (jstate == NULL)
+			pgss_ng_count_dropped(1);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * pgss_ng_flush
+ *		Flush this backend's pending statement counters (see
+ *		pgss_ng_kind_flush).  Called at the end of each top-level statement
+ *		(force false); the SQL functions call the kind layer directly.  An
+ *		ERROR (e.g. a DSM segment that cannot be mapped while freeing) is
+ *		caught and logged; what stayed pending is retried next time.
+ */
+void
+pgss_ng_flush(bool force)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	if (pgss_ng_stmt_kind.area == NULL || pgss_ng_stmt_kind.npending == 0)
+		return;
+
+	PG_TRY();
+	{
+		pgss_ng_kind_flush(&pgss_ng_stmt_kind, force);
+	}
+	PG_CATCH();
+	{
+		catch_tracking_error(oldcxt, "flush statement statistics");
+	}
+	PG_END_TRY();
+}
