@@ -1,8 +1,13 @@
 # Makefile for pgss_ng (PGXS)
 #
-# Build and install:   make && make install
-# Tests:               see scripts/test.sh (runs the regression and TAP suites
-#                      on throwaway servers as an unprivileged user)
+# Build and install:   make && make install      (scripts/build.sh does both)
+# Tests:               scripts/test.sh, or, after "make install", as a
+#                      non-root user that can write this directory:
+#                        make check-regress   pg_regress suite (sql/ -> expected/)
+#                                             on a throwaway instance in tmp_check/
+#                        make check-tap       TAP suite (prove t/*.pl)
+#                        make test            both
+#                      ("make check" is PGXS's and cannot be overridden.)
 
 MODULE_big = pgss_ng
 OBJS = \
@@ -21,6 +26,57 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 SHLIB_LINK = -lxxhash
 
+# Regression tests: one per sql/NAME.sql (compared with expected/NAME.out),
+# run in name order. Replace with an explicit list if the order matters.
+REGRESS = $(sort $(patsubst sql/%.sql,%,$(wildcard sql/*.sql)))
+# The module must be in shared_preload_libraries, so the suite cannot run
+# against an arbitrary installed server: only on its own temp instance.
+NO_INSTALLCHECK = 1
+# Deterministic output whatever the caller's locale.
+NO_LOCALE = 1
+ENCODING = UTF8
+# Only so that "make clean" removes tmp_check/.
+TAP_TESTS = 1
+
+# Rebuild objects when a header they include changes.
+override autodepend = yes
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+PG_REGRESS_BIN = $(pgxsdir)/src/test/regress/pg_regress
+PROVE_FLAGS ?= --verbose --timer
+EXTRA_CLEAN += regression.out
+
+.PHONY: test check-regress check-tap
+
+test: check-regress check-tap
+
+check-regress:
+ifneq ($(strip $(REGRESS)),)
+	rm -rf '$(CURDIR)'/tmp_check results regression.diffs regression.out
+	$(PG_REGRESS_BIN) \
+	  --temp-instance='$(CURDIR)'/tmp_check \
+	  --temp-config=$(srcdir)/sql/pgss_ng.conf \
+	  --bindir='$(bindir)' \
+	  --inputdir=$(srcdir) --outputdir='$(CURDIR)' \
+	  $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS) $(REGRESS_OPTS) \
+	  $(REGRESS)
+else
+	@echo "check-regress: no sql/*.sql, nothing to run"
+endif
+
+# Same environment as PGXS's prove_installcheck, plus -I t for helper modules.
+check-tap:
+ifneq ($(wildcard t/*.pl),)
+	rm -rf '$(CURDIR)'/tmp_check
+	$(MKDIR_P) '$(CURDIR)'/tmp_check
+	cd $(srcdir) && \
+	  TESTDIR='$(CURDIR)' PATH="$(bindir):$$PATH" PGPORT='6$(DEF_PGPORT)' \
+	  PG_REGRESS='$(PG_REGRESS_BIN)' \
+	  $(PROVE) $(PG_PROVE_FLAGS) -I $(srcdir)/t $(PROVE_FLAGS) \
+	  $(if $(PROVE_TESTS),$(PROVE_TESTS),t/*.pl)
+else
+	@echo "check-tap: no t/*.pl, nothing to run"
+endif

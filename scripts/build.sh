@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Build pgss_ng against PostgreSQL 15 and install it (as root).
+# Fails on any compiler warning: the Makefile compiles with -Werror, and the
+# build log is also checked for "warning:" (clang bitcode, linker, make).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "build.sh: must run as root (make install writes to /usr)" >&2
+    exit 1
+fi
+
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+JOBS=$(nproc 2>/dev/null || echo 2)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "build: make (PG_CONFIG=$PG_CONFIG)"
+if ! make -j"$JOBS" PG_CONFIG="$PG_CONFIG" 2>&1 | tee "$log"; then
+    echo "build: FAILED" >&2
+    exit 1
+fi
+if grep -q 'warning:' "$log"; then
+    echo "build: FAILED: the build printed warnings:" >&2
+    grep 'warning:' "$log" >&2
+    exit 1
+fi
+
+echo "build: make install"
+make PG_CONFIG="$PG_CONFIG" install
+echo "build: installed pgss_ng into $("$PG_CONFIG" --pkglibdir)"

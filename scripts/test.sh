@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Run the whole pgss_ng test suite: install dependencies, build and install
+# the extension, then, as the unprivileged "postgres" user in a throwaway copy
+# of this tree, run
+#   (a) the pg_regress suite (sql/*.sql vs expected/*.out)  -- make check-regress
+#   (b) the TAP suite (t/*.pl)                               -- make check-tap
+# Each suite starts its own temporary server(s). Run as root.
+# The last line printed is "N passed, N failed" (regression tests + TAP files).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SRC=$(pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "test.sh: must run as root (try: sudo bash scripts/test.sh)" >&2
+    exit 1
+fi
+
+PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+PGBIN=/usr/lib/postgresql/15/bin
+
+echo "=== test: installing dependencies"
+bash scripts/install-deps.sh
+echo "=== test: building and installing pgss_ng"
+bash scripts/build.sh
+
+# A copy of the tree that postgres can write (the checkout may not even be
+# reachable by postgres). Kept if something fails, removed otherwise.
+WORK=$(mktemp -d /tmp/pgss_ng_test.XXXXXX)
+tar -C "$SRC" --exclude=./.git -cf - . | tar -C "$WORK" -xf -
+chown -R postgres:postgres "$WORK"
+echo "=== test: work tree $WORK (owned by postgres)"
+
+# Run a command as postgres in $WORK, with a clean PG* environment.
+as_pg() {
+    local unset_pg=() v
+    for v in $(compgen -e); do
+        case $v in PG*) unset_pg+=(-u "$v") ;; esac
+    done
+    (cd "$WORK" && runuser -u postgres -- env "${unset_pg[@]}" \
+        HOME="$WORK" LC_ALL=C.UTF-8 PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" \
+        "$@")
+}
+
+make_var() {  # print a variable of the Makefile
+    make -s --no-print-directory -C "$WORK" PG_CONFIG="$PG_CONFIG" \
+        --eval="print-var-$1: ; @echo \$($1)" "print-var-$1"
+}
+
+passed=0
+failed=0
+status=0
+
+# ---------------------------------------------------------------- pg_regress
+read -r -a REGRESS_TESTS <<< "$(make_var REGRESS)"
+if [ ${#REGRESS_TESTS[@]} -eq 0 ]; then
+    echo "=== test: no sql/*.sql: skipping the regression suite"
+else
+    echo "=== test: regression suite (${#REGRESS_TESTS[@]} tests): ${REGRESS_TESTS[*]}"
+    rc=0
+    as_pg make PG_CONFIG="$PG_CONFIG" check-regress 2>&1 | tee "$WORK/check-regress.log" || rc=$?
+    r_ok=$(grep -cE ' \.\.\. ok( |$)' "$WORK/check-regress.log" || true)
+    r_bad=$(grep -cE ' \.\.\. (FAILED|failed)' "$WORK/check-regress.log" || true)
+    if [ "$rc" -ne 0 ] && [ $((r_ok + r_bad)) -lt ${#REGRESS_TESTS[@]} ]; then
+        # pg_regress stopped early (initdb or server start failed, ...)
+        r_bad=$(( ${#REGRESS_TESTS[@]} - r_ok ))
+    fi
+    passed=$((passed + r_ok))
+    failed=$((failed + r_bad))
+    if [ "$rc" -ne 0 ] || [ "$r_bad" -ne 0 ]; then
+        status=1
+        echo "=== test: regression suite FAILED"
+        if [ -s "$WORK/regression.diffs" ]; then
+            echo "--- regression.diffs (first 1000 lines)"
+            head -n 1000 "$WORK/regression.diffs"
+        fi
+        if [ -f "$WORK/tmp_check/log/postmaster.log" ]; then
+            echo "--- tmp_check/log/postmaster.log (last 100 lines)"
+            tail -n 100 "$WORK/tmp_check/log/postmaster.log"
+        fi
+    else
+        echo "=== test: regression suite passed"
+    fi
+fi
+
+# ---------------------------------------------------------------- TAP
+shopt -s nullglob
+TAP_FILES=("$WORK"/t/*.pl)
+shopt -u nullglob
+if [ ${#TAP_FILES[@]} -eq 0 ]; then
+    echo "=== test: no t/*.pl: skipping the TAP suite"
+else
+    echo "=== test: TAP suite (${#TAP_FILES[@]} files)"
+    rc=0
+    as_pg make PG_CONFIG="$PG_CONFIG" PROVE_FLAGS="--verbose --timer" check-tap \
+        2>&1 | tee "$WORK/check-tap.log" || rc=$?
+    t_total=${#TAP_FILES[@]}
+    bad_files=()
+    if grep -qE '^Files=[0-9]+, Tests=' "$WORK/check-tap.log"; then
+        t_total=$(sed -nE 's/^Files=([0-9]+), Tests=.*/\1/p' "$WORK/check-tap.log" | tail -n 1)
+        read -r -a bad_files <<< "$(sed -n '/^Test Summary Report/,$p' "$WORK/check-tap.log" \
+                    | awk '/^t\/[^ ]+\.pl +\(/ {print $1}' | sort -u | tr '\n' ' ')"
+        t_bad=${#bad_files[@]}
+    else
+        t_bad=$t_total   # prove did not get to its summary
+    fi
+    if [ "$rc" -ne 0 ] && [ "$t_bad" -eq 0 ]; then
+        t_bad=1          # failed, but not attributable to a file
+    fi
+    passed=$((passed + t_total - t_bad))
+    failed=$((failed + t_bad))
+    if [ "$rc" -ne 0 ] || [ "$t_bad" -ne 0 ]; then
+        status=1
+        echo "=== test: TAP suite FAILED"
+        # Logs of the failed files (tmp_check/log/regress_log_NAME and the
+        # server logs NAME_NODE.log), or all logs if that is not known.
+        logs=()
+        if [ ${#bad_files[@]} -gt 0 ]; then
+            for b in "${bad_files[@]}"; do
+                b=$(basename "$b" .pl)
+                logs+=("$WORK/tmp_check/log/regress_log_$b" "$WORK/tmp_check/log/${b}_"*.log)
+            done
+        else
+            logs=("$WORK"/tmp_check/log/*)
+        fi
+        for f in "${logs[@]}"; do
+            [ -f "$f" ] || continue
+            echo "--- ${f#"$WORK"/} (last 100 lines)"
+            tail -n 100 "$f"
+        done
+    else
+        echo "=== test: TAP suite passed"
+    fi
+fi
+
+if [ "$status" -eq 0 ]; then
+    rm -rf "$WORK"
+else
+    echo "=== test: FAILED; logs kept in $WORK"
+fi
+echo "$passed passed, $failed failed"
+exit "$status"
