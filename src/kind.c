@@ -197,6 +197,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 		pg_atomic_init_u32(&shared->entries_live, 0);
 		pg_atomic_init_u32(&shared->entries_allocated, 0);
 		pg_atomic_init_u64(&shared->next_generation, 1);
+		pg_atomic_init_u32(&shared->nattached, 0);
 		pg_atomic_init_u64(&shared->dealloc, 0);
 		pg_atomic_init_u64(&shared->backstop_skips, 0);
 
@@ -260,6 +261,7 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 	MemoryContextSwitchTo(oldcxt);
 
 	before_shmem_exit(pgss_ng_kind_shutdown, PointerGetDatum(kind));
+	pg_atomic_fetch_add_u32(&kind->shared->nattached, 1);
 	return true;
 }
 
@@ -277,6 +279,7 @@ pgss_ng_kind_shutdown(int code, Datum arg)
 		return;
 
 	pgss_ng_kind_flush(kind, true);
+	pg_atomic_fetch_sub_u32(&kind->shared->nattached, 1);
 
 	kind->detaching = true;
 	dshash_detach(kind->hash);
@@ -440,7 +443,8 @@ pgss_ng_kind_backstop(PgssNgKind *kind)
  * Creation is serialized by the <name>_alloc lock: under it we look again,
  * check the backstop (PGSS_NG_FULL, counted in backstop_skips), allocate
  * the body with DSA_ALLOC_NO_OOM (PGSS_NG_OUT_OF_MEMORY), let init fill it
- * and publish it.  A new entry starts with usage 1.  If live entries now
+ * and publish it.  A new entry starts with the given usage (1 for a new
+ * statement; what was saved, for a restored one).  If live entries now
  * exceed max, this backend evicts (pgss_ng_kind_evict) after releasing the
  * lock.  Errors: none raised by this layer; an ERROR from init or dsa
  * mapping propagates with the alloc lock held, for the caller's guard.
@@ -448,6 +452,7 @@ pgss_ng_kind_backstop(PgssNgKind *kind)
 static PgssNgCreateResult
 lookup_or_create(PgssNgKind *kind, const void *key,
 				 PgssNgInitSharedFn init, void *arg, bool want_ref,
+				 double usage,
 				 dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
 {
 	PgssNgKindShared *ks = kind->shared;
@@ -492,7 +497,7 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	shared->dropped = PGSS_NG_LIVE;
 	pg_atomic_init_u32(&shared->refcount, want_ref ? 2 : 1);
 	shared->generation = pg_atomic_fetch_add_u64(&ks->next_generation, 1);
-	shared->usage = 1.0;
+	shared->usage = usage;
 	shared->usage_time = GetCurrentTimestamp();
 
 	PG_TRY();
@@ -575,7 +580,7 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
 
-	return lookup_or_create(kind, key, init, arg, false, &body, &shared);
+	return lookup_or_create(kind, key, init, arg, false, 1.0, &body, &shared);
 }
 
 /*
@@ -705,7 +710,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 
 	PG_TRY();
 	{
-		r = lookup_or_create(kind, key, init, arg, true, &body, &shared);
+		r = lookup_or_create(kind, key, init, arg, true, 1.0, &body, &shared);
 	}
 	PG_CATCH();
 	{
@@ -877,6 +882,18 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 }
 
 /*
+ * pgss_ng_kind_restore_counters
+ *		Set the event counters to values read back from disk.
+ */
+void
+pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
+							  int64 backstop_skips)
+{
+	pg_atomic_write_u64(&kind->shared->dealloc, (uint64) dealloc);
+	pg_atomic_write_u64(&kind->shared->backstop_skips, (uint64) backstop_skips);
+}
+
+/*
  * pgss_ng_kind_reset_counters
  *		Restart the event counters (dealloc, backstop_skips).
  */
@@ -1030,4 +1047,46 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
 	LWLockRelease(kind->dealloc_lock);
+}
+
+/*
+ * pgss_ng_kind_restore
+ *		Create an entry read back from disk, with the usage it was saved
+ *		with (so eviction ranks it as before the restart).  Like
+ *		pgss_ng_kind_create() otherwise.
+ */
+PgssNgCreateResult
+pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
+					 PgssNgInitSharedFn init, void *arg, double usage)
+{
+	dsa_pointer body;
+	PgssNgSharedEntry *shared;
+
+	return lookup_or_create(kind, key, init, arg, false, usage, &body, &shared);
+}
+
+/*
+ * pgss_ng_kind_usage
+ *		The usage of the entry whose kind data is shared_data, decayed to
+ *		now.  For pgss_ng_kind_foreach() visitors (entry lock held).
+ */
+double
+pgss_ng_kind_usage(const void *shared_data)
+{
+	const PgssNgSharedEntry *shared = (const PgssNgSharedEntry *)
+		((const char *) shared_data - PGSS_NG_SHARED_DATA_OFFSET);
+
+	return decayed_usage(shared->usage, shared->usage_time,
+						 GetCurrentTimestamp());
+}
+
+/*
+ * pgss_ng_kind_attached
+ *		Number of processes attached to the kind's area (a backend detaches
+ *		after its exit flush).  Read without a lock.
+ */
+uint32
+pgss_ng_kind_attached(PgssNgKind *kind)
+{
+	return pg_atomic_read_u32(&kind->shared->nattached);
 }

@@ -144,8 +144,9 @@ typedef struct PgssNgKindInfo
 	void		(*free_cb) (struct PgssNgKind *kind, void *shared_data);
 
 	/*
-	 * Serialize / deserialize an entry for persistence.  Unused by the
-	 * core layer so far; kept so the shape matches PgStat_KindInfo.
+	 * Serialize an entry (appending to buf; entry lock held shared) and
+	 * re-create one from its serialized form (false: malformed), for
+	 * persistence across restarts (persist.c).
 	 */
 	void		(*to_serialized_cb) (struct PgssNgKind *kind, const void *key,
 									 const void *shared_data,
@@ -164,6 +165,7 @@ typedef struct PgssNgKindShared
 	pg_atomic_uint32 entries_live;	/* entries in the hash */
 	pg_atomic_uint32 entries_allocated; /* bodies, incl. dropped ones */
 	pg_atomic_uint64 next_generation;
+	pg_atomic_uint32 nattached;	/* processes attached (not yet detached) */
 	pg_atomic_uint64 dealloc;	/* entries evicted */
 	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
 	/* the in-place DSA area follows, MAXALIGN'd */
@@ -243,7 +245,17 @@ typedef struct PgssNgKindCounters
 
 extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
 extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
+extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
+										  int64 backstop_skips);
 extern int	pgss_ng_kind_backstop(PgssNgKind *kind);
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
+
+/* persistence */
+extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
+											   const void *key,
+											   PgssNgInitSharedFn init,
+											   void *arg, double usage);
+extern double pgss_ng_kind_usage(const void *shared_data);
+extern uint32 pgss_ng_kind_attached(PgssNgKind *kind);
 
 #endif							/* PGSS_NG_KIND_H */

@@ -172,6 +172,8 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("pgss_ng");
 
+	pgss_ng_register_writer();
+
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = pgss_ng_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;

@@ -130,4 +130,7 @@ extern void pgss_ng_store(const char *query, uint64 queryid,
 extern void pgss_ng_flush(bool force);
 extern void pgss_ng_count_dropped(int64 n);
 
+/* persistence (persist.c) */
+extern void pgss_ng_register_writer(void);
+
 #endif							/* PGSS_NG_H */

@@ -34,6 +34,9 @@ static double stmt_flush_pending(PgssNgKind *kind, const void *key,
 static void stmt_discard_pending(PgssNgKind *kind, const void *key,
 								 const void *pending_data);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
+static void stmt_to_serialized(PgssNgKind *kind, const void *key,
+							   const void *shared_data, StringInfo buf);
+static bool stmt_from_serialized(PgssNgKind *kind, const char *data, Size len);
 
 static const PgssNgKindInfo stmt_kind_info = {
 	.name = "pgss_ng",
@@ -44,6 +47,8 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
 	.free_cb = stmt_free,
+	.to_serialized_cb = stmt_to_serialized,
+	.from_serialized_cb = stmt_from_serialized,
 };
 
 PgssNgKind	pgss_ng_stmt_kind = {.info = &stmt_kind_info};
@@ -509,4 +514,106 @@ pgss_ng_flush(bool force)
 		catch_tracking_error(oldcxt, "flush statement statistics");
 	}
 	PG_END_TRY();
+}
+
+/*
+ * One saved statement entry (persist.c writes these records as they are:
+ * the file is only read back by the same format version and PostgreSQL
+ * major version).  qlen bytes of query text follow; qlen -1: no text.
+ */
+typedef struct StmtRecord
+{
+	PgssNgStmtKey key;
+	PgssNgCounters counters;
+	bool		have_minmax[PGSS_NG_NUMKIND];
+	int32		encoding;
+	int32		qlen;
+	TimestampTz stats_since;
+	TimestampTz minmax_stats_since;
+	double		usage;			/* eviction value when saved */
+} StmtRecord;
+
+/* What stmt_restore_init copies into a restored entry. */
+typedef struct StmtRestoreArg
+{
+	const StmtRecord *rec;
+	const char *text;
+} StmtRestoreArg;
+
+/*
+ * stmt_to_serialized
+ *		Append the record of one entry to buf.  Called by persist.c through
+ *		pgss_ng_kind_foreach (entry lock held shared).  Memory: buf's.
+ */
+static void
+stmt_to_serialized(PgssNgKind *kind, const void *key, const void *shared_data,
+				   StringInfo buf)
+{
+	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	StmtRecord	rec;
+	char	   *text = pgss_ng_qtext_copy(kind->area, sh->qtext);
+
+	memset(&rec, 0, sizeof(rec));
+	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
+	rec.counters = sh->counters;
+	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
+	rec.encoding = sh->encoding;
+	rec.qlen = text ? (int32) strlen(text) : -1;
+	rec.stats_since = sh->stats_since;
+	rec.minmax_stats_since = sh->minmax_stats_since;
+	rec.usage = pgss_ng_kind_usage(shared_data);
+
+	appendBinaryStringInfo(buf, (const char *) &rec, sizeof(rec));
+	if (text)
+	{
+		appendBinaryStringInfo(buf, text, rec.qlen);
+		pfree(text);
+	}
+}
+
+/*
+ * stmt_restore_init
+ *		Init callback of a restored entry: counters, timestamps and text as
+ *		saved.  Runs under the kind's alloc lock; never raises an ERROR.
+ */
+static bool
+stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	StmtRestoreArg *ra = (StmtRestoreArg *) arg;
+
+	sh->counters = ra->rec->counters;
+	memcpy(sh->have_minmax, ra->rec->have_minmax, sizeof(sh->have_minmax));
+	sh->encoding = ra->rec->encoding;
+	sh->stats_since = ra->rec->stats_since;
+	sh->minmax_stats_since = ra->rec->minmax_stats_since;
+	sh->qtext = ra->text ?
+		pgss_ng_qtext_store(kind->area, ra->text, ra->rec->qlen) :
+		InvalidDsaPointer;
+	return true;
+}
+
+/*
+ * stmt_from_serialized
+ *		Re-create one entry from a record of len bytes.  Returns false if
+ *		the record is malformed (persist.c then discards the whole file).
+ */
+static bool
+stmt_from_serialized(PgssNgKind *kind, const char *data, Size len)
+{
+	StmtRecord	rec;
+	StmtRestoreArg ra;
+
+	if (len < sizeof(StmtRecord))
+		return false;
+	memcpy(&rec, data, sizeof(StmtRecord));
+	if (rec.qlen < -1 || len != sizeof(StmtRecord) + Max(rec.qlen, 0) ||
+		!PG_VALID_BE_ENCODING(rec.encoding))
+		return false;
+
+	ra.rec = &rec;
+	ra.text = rec.qlen >= 0 ? data + sizeof(StmtRecord) : NULL;
+	(void) pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
+								rec.usage);
+	return true;
 }
