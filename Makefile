@@ -16,7 +16,8 @@ OBJS = \
 	src/stmt_kind.o \
 	src/normalize.o \
 	src/qtext.o \
-	src/sqlfuncs.o
+	src/sqlfuncs.o \
+	src/persist.o
 
 EXTENSION = pgss_ng
 DATA = pgss_ng--1.0.sql

@@ -66,7 +66,14 @@ CREATE FUNCTION pgss_ng_info(
     OUT dealloc bigint,
     OUT stats_reset timestamptz,
     OUT entries bigint,
-    OUT dropped bigint
+    OUT dropped bigint,
+    OUT entries_allocated bigint,
+    OUT entries_max bigint,
+    OUT backstop_skips bigint,
+    OUT qtext_bytes bigint,
+    OUT qtext_limit_bytes bigint,
+    OUT qtext_count bigint,
+    OUT qtext_dropped bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'

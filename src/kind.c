@@ -16,10 +16,17 @@
  *			   pending data is older than PGSS_NG_PENDING_MAX_AGE_MS, or the
  *			   flush is forced), merges through flush_pending_cb, releases
  *			   the lock and then its reference: release after flush.
- *	  drop     reset (later: eviction) removes the key from the dshash under
- *			   the partition lock, marks the body dropped under its LWLock
- *			   and releases the hash's reference.  Pending data flushed into
- *			   a dropped body is discarded: it was counted before the drop.
+ *	  drop     reset or eviction removes the key from the dshash under the
+ *			   partition lock, marks the body dropped under its LWLock and
+ *			   releases the hash's reference.  Pending data flushed into a
+ *			   body dropped by a reset is discarded (it was counted before
+ *			   the reset); into an evicted one, it is handed to the kind's
+ *			   discard callback, which counts it as dropped.
+ *	  evict    when live entries exceed max, the least valuable ~5% go.  An
+ *			   entry's value is its usage: 1 at creation plus the uses its
+ *			   flushes reported, halving every PGSS_NG_USAGE_HALF_LIFE_MS.
+ *			   Entries some backend holds a reference to (pending data, in
+ *			   use right now) are not candidates.
  *	  free     whoever releases the last reference frees the body, after
  *			   the kind's free callback released what the data owns.
  *
@@ -31,6 +38,7 @@
  */
 #include "postgres.h"
 
+#include <math.h>
 #include <xxhash.h>
 
 #include "miscadmin.h"
@@ -65,6 +73,15 @@ typedef struct PgssNgPendingHdr
 	((void *) (((char *) PENDING_HDR(kind, pe)) + MAXALIGN(sizeof(PgssNgPendingHdr))))
 
 static void pgss_ng_kind_shutdown(int code, Datum arg);
+static void *find_live_pending(PgssNgKind *kind, const void *key);
+
+/* One eviction candidate. */
+typedef struct EvictCandidate
+{
+	double		value;
+	uint64		generation;
+	int			keyno;			/* index into the candidate key array */
+} EvictCandidate;
 
 
 /*
@@ -98,6 +115,30 @@ static void *
 raw_dsa_place(PgssNgKind *kind)
 {
 	return ((char *) kind->shared) + MAXALIGN(sizeof(PgssNgKindShared));
+}
+
+/*
+ * lock_name
+ *		"<kind name>_<what>", in TopMemoryContext (tranche names must live
+ *		as long as the process).
+ */
+static char *
+lock_name(const PgssNgKindInfo *info, const char *what)
+{
+	return MemoryContextStrdup(TopMemoryContext,
+							   psprintf("%s_%s", info->name, what));
+}
+
+/*
+ * pgss_ng_kind_shmem_request
+ *		Request the kind's named LWLocks (<name>_alloc, <name>_dealloc).
+ *		Called from shmem_request_hook.
+ */
+void
+pgss_ng_kind_shmem_request(const PgssNgKindInfo *info)
+{
+	RequestNamedLWLockTranche(lock_name(info, "alloc"), 1);
+	RequestNamedLWLockTranche(lock_name(info, "dealloc"), 1);
 }
 
 /*
@@ -140,6 +181,10 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 	shared = ShmemInitStruct(shmem_name,
 							 pgss_ng_kind_shmem_size(kind->info), &found);
 	kind->shared = shared;
+	kind->alloc_lock =
+		&GetNamedLWLockTranche(lock_name(kind->info, "alloc"))->lock;
+	kind->dealloc_lock =
+		&GetNamedLWLockTranche(lock_name(kind->info, "dealloc"))->lock;
 
 	if (!found)
 	{
@@ -152,6 +197,9 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 		pg_atomic_init_u32(&shared->entries_live, 0);
 		pg_atomic_init_u32(&shared->entries_allocated, 0);
 		pg_atomic_init_u64(&shared->next_generation, 1);
+		pg_atomic_init_u32(&shared->nattached, 0);
+		pg_atomic_init_u64(&shared->dealloc, 0);
+		pg_atomic_init_u64(&shared->backstop_skips, 0);
 
 		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,
 								  shared->dsa_tranche, NULL);
@@ -165,15 +213,9 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 		dsa_detach(dsa);
 	}
 
-	LWLockRegisterTranche(shared->dsa_tranche,
-						  MemoryContextStrdup(TopMemoryContext,
-											  psprintf("%s_dsa", kind->info->name)));
-	LWLockRegisterTranche(shared->hash_tranche,
-						  MemoryContextStrdup(TopMemoryContext,
-											  psprintf("%s_hash", kind->info->name)));
-	LWLockRegisterTranche(shared->entry_tranche,
-						  MemoryContextStrdup(TopMemoryContext,
-											  psprintf("%s_entry", kind->info->name)));
+	LWLockRegisterTranche(shared->dsa_tranche, lock_name(kind->info, "dsa"));
+	LWLockRegisterTranche(shared->hash_tranche, lock_name(kind->info, "hash"));
+	LWLockRegisterTranche(shared->entry_tranche, lock_name(kind->info, "entry"));
 }
 
 /*
@@ -194,7 +236,9 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 
 	if (kind->area != NULL)
 		return true;
-	if (kind->shared == NULL || kind->detaching || !IsUnderPostmaster)
+	/* never in the postmaster itself (it must not map DSM segments) */
+	if (kind->shared == NULL || kind->detaching ||
+		(IsPostmasterEnvironment && !IsUnderPostmaster))
 		return false;
 
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
@@ -217,6 +261,7 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 	MemoryContextSwitchTo(oldcxt);
 
 	before_shmem_exit(pgss_ng_kind_shutdown, PointerGetDatum(kind));
+	pg_atomic_fetch_add_u32(&kind->shared->nattached, 1);
 	return true;
 }
 
@@ -234,6 +279,7 @@ pgss_ng_kind_shutdown(int code, Datum arg)
 		return;
 
 	pgss_ng_kind_flush(kind, true);
+	pg_atomic_fetch_sub_u32(&kind->shared->nattached, 1);
 
 	kind->detaching = true;
 	dshash_detach(kind->hash);
@@ -269,6 +315,47 @@ release_ref(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
 {
 	if (pg_atomic_sub_fetch_u32(&shared->refcount, 1) == 0)
 		free_body(kind, body, shared);
+}
+
+/*
+ * decayed_usage
+ *		An entry's usage brought from its time t to now: it halves every
+ *		PGSS_NG_USAGE_HALF_LIFE_MS.  Never grows (a t in the future, from a
+ *		clock read just before ours in another backend, counts as now).
+ */
+static double
+decayed_usage(double usage, TimestampTz t, TimestampTz now)
+{
+	if (now <= t)
+		return usage;
+	return usage * exp2(-(double) (now - t) /
+						(PGSS_NG_USAGE_HALF_LIFE_MS * 1000.0));
+}
+
+/*
+ * mark_dropped
+ *		Flag a body as dropped for reason, under its lock, so that flushes
+ *		see it.  The caller removes it from the hash and then calls
+ *		forget_body().
+ */
+static void
+mark_dropped(PgssNgSharedEntry *shared, PgssNgDropReason reason)
+{
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
+	shared->dropped = reason;
+	LWLockRelease(&shared->lock);
+}
+
+/*
+ * forget_body
+ *		After removal from the hash: one live entry less, and the hash's
+ *		reference released (freeing the body if nobody else holds one).
+ */
+static void
+forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
+{
+	pg_atomic_fetch_sub_u32(&kind->shared->entries_live, 1);
+	release_ref(kind, body, shared);
 }
 
 /*
@@ -312,19 +399,60 @@ insert_guarded(PgssNgKind *kind, const void *key, bool *found)
 }
 
 /*
+ * find_ref
+ *		Look key up; if found, optionally take a reference (under the
+ *		partition lock, which makes the refcount safe against drops) and
+ *		return true with the body's pointer and address.
+ */
+static bool
+find_ref(PgssNgKind *kind, const void *key, bool want_ref,
+		 dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
+{
+	void	   *he;
+	PgssNgSharedEntry *shared;
+
+	he = dshash_find(kind->hash, key, false);
+	if (he == NULL)
+		return false;
+
+	*body_out = HASH_TAIL(kind, he)->body;
+	shared = dsa_get_address(kind->area, *body_out);
+	if (want_ref)
+		pg_atomic_fetch_add_u32(&shared->refcount, 1);
+	dshash_release_lock(kind->hash, he);
+	*shared_out = shared;
+	return true;
+}
+
+/*
+ * pgss_ng_kind_backstop
+ *		Most bodies (live + dropped, not yet freed) that may exist at once:
+ *		max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA).
+ */
+int
+pgss_ng_kind_backstop(PgssNgKind *kind)
+{
+	return kind->max_entries + Min(kind->max_entries,
+								   PGSS_NG_BACKSTOP_MAX_EXTRA);
+}
+
+/*
  * lookup_or_create
  *		Find the body for key, or create it, optionally taking a reference.
  *
- * The reference is taken while the partition lock is held, which is what
- * makes the refcount safe against concurrent drops.  A new body is filled
- * by init outside any lock; if another backend published the same key in
- * the meantime, ours is freed and theirs is used.  Creation is refused when
- * the live entries reach kind->max_entries (PGSS_NG_FULL) or shared memory
- * runs out (PGSS_NG_OUT_OF_MEMORY).  Errors: none raised into the caller.
+ * Creation is serialized by the <name>_alloc lock: under it we look again,
+ * check the backstop (PGSS_NG_FULL, counted in backstop_skips), allocate
+ * the body with DSA_ALLOC_NO_OOM (PGSS_NG_OUT_OF_MEMORY), let init fill it
+ * and publish it.  A new entry starts with the given usage (1 for a new
+ * statement; what was saved, for a restored one).  If live entries now
+ * exceed max, this backend evicts (pgss_ng_kind_evict) after releasing the
+ * lock.  Errors: none raised by this layer; an ERROR from init or dsa
+ * mapping propagates with the alloc lock held, for the caller's guard.
  */
 static PgssNgCreateResult
 lookup_or_create(PgssNgKind *kind, const void *key,
 				 PgssNgInitSharedFn init, void *arg, bool want_ref,
+				 double usage,
 				 dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
 {
 	PgssNgKindShared *ks = kind->shared;
@@ -334,24 +462,23 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	PgssNgSharedEntry *shared;
 	bool		found;
 
-	he = dshash_find(kind->hash, key, false);
-	if (he != NULL)
+	if (find_ref(kind, key, want_ref, body_out, shared_out))
+		return PGSS_NG_EXISTS;
+
+	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);
+
+	/* created while we waited? */
+	if (find_ref(kind, key, want_ref, body_out, shared_out))
 	{
-		tail = HASH_TAIL(kind, he);
-		body = tail->body;
-		shared = dsa_get_address(kind->area, body);
-		if (want_ref)
-			pg_atomic_fetch_add_u32(&shared->refcount, 1);
-		dshash_release_lock(kind->hash, he);
-		*body_out = body;
-		*shared_out = shared;
+		LWLockRelease(kind->alloc_lock);
 		return PGSS_NG_EXISTS;
 	}
 
-	/* admission: reserve a live slot first */
-	if (pg_atomic_fetch_add_u32(&ks->entries_live, 1) >= (uint32) kind->max_entries)
+	if (pg_atomic_read_u32(&ks->entries_allocated) >=
+		(uint32) pgss_ng_kind_backstop(kind))
 	{
-		pg_atomic_fetch_sub_u32(&ks->entries_live, 1);
+		LWLockRelease(kind->alloc_lock);
+		pg_atomic_fetch_add_u64(&ks->backstop_skips, 1);
 		return PGSS_NG_FULL;
 	}
 
@@ -360,49 +487,63 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
 	if (!DsaPointerIsValid(body))
 	{
-		pg_atomic_fetch_sub_u32(&ks->entries_live, 1);
+		LWLockRelease(kind->alloc_lock);
 		return PGSS_NG_OUT_OF_MEMORY;
 	}
 	pg_atomic_fetch_add_u32(&ks->entries_allocated, 1);
 
 	shared = dsa_get_address(kind->area, body);
 	LWLockInitialize(&shared->lock, ks->entry_tranche);
-	shared->dropped = false;
+	shared->dropped = PGSS_NG_LIVE;
 	pg_atomic_init_u32(&shared->refcount, want_ref ? 2 : 1);
 	shared->generation = pg_atomic_fetch_add_u64(&ks->next_generation, 1);
-	if (init)
-		(void) init(kind, PgssNgSharedData(shared), arg);
+	shared->usage = usage;
+	shared->usage_time = GetCurrentTimestamp();
+
+	PG_TRY();
+	{
+		if (init)
+			(void) init(kind, PgssNgSharedData(shared), arg);
+	}
+	PG_CATCH();
+	{
+		/*
+		 * Not published: give the body back.  Our callers run from hooks,
+		 * entered with no LWLock held, so releasing all of them releases
+		 * the alloc lock and whatever init held, before free_cb needs them.
+		 */
+		LWLockReleaseAll();
+		pg_atomic_write_u32(&shared->refcount, 0);
+		shared->dropped = PGSS_NG_DROP_RESET;
+		free_body(kind, body, shared);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 
 	he = insert_guarded(kind, key, &found);
-	if (he == NULL || found)
+	if (he == NULL)
 	{
-		/* not published: nobody else can see our body */
+		/* not published; insert_guarded released every LWLock */
 		pg_atomic_write_u32(&shared->refcount, 0);
-		shared->dropped = true;
+		shared->dropped = PGSS_NG_DROP_RESET;
 		free_body(kind, body, shared);
-		pg_atomic_fetch_sub_u32(&ks->entries_live, 1);
-		if (he == NULL)
-			return PGSS_NG_OUT_OF_MEMORY;
-
-		/* lost a race: use the winner's body */
-		tail = HASH_TAIL(kind, he);
-		body = tail->body;
-		shared = dsa_get_address(kind->area, body);
-		if (want_ref)
-			pg_atomic_fetch_add_u32(&shared->refcount, 1);
-		dshash_release_lock(kind->hash, he);
-		*body_out = body;
-		*shared_out = shared;
-		return PGSS_NG_EXISTS;
+		return PGSS_NG_OUT_OF_MEMORY;
 	}
+	if (found)
+		elog(ERROR, "%s entry was created twice", kind->info->name);
 
 	tail = HASH_TAIL(kind, he);
 	tail->body = body;
 	tail->generation = shared->generation;
 	dshash_release_lock(kind->hash, he);
+	pg_atomic_fetch_add_u32(&ks->entries_live, 1);
+
+	LWLockRelease(kind->alloc_lock);
 
 	*body_out = body;
 	*shared_out = shared;
+
+	pgss_ng_kind_evict(kind);
 	return PGSS_NG_CREATED;
 }
 
@@ -417,8 +558,7 @@ pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 {
 	void	   *he;
 
-	if (kind->npending > 0 &&
-		hash_search(kind->pending, key, HASH_FIND, NULL) != NULL)
+	if (find_live_pending(kind, key) != NULL)
 		return true;
 
 	he = dshash_find(kind->hash, key, false);
@@ -440,7 +580,90 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
 
-	return lookup_or_create(kind, key, init, arg, false, &body, &shared);
+	return lookup_or_create(kind, key, init, arg, false, 1.0, &body, &shared);
+}
+
+/*
+ * flush_one
+ *		Flush one pending entry pe; see pgss_ng_kind_flush() for the lock
+ *		policy.  now is used for the age test and the usage decay.  Returns
+ *		false if the entry stays pending (its lock was busy).
+ *
+ * Into a live entry, the pending data is merged and the usage brought up
+ * to date; into one dropped by a reset it is discarded (made before the
+ * reset); into an evicted one it goes to the kind's discard callback.  The
+ * local entry is removed and the reference released either way.
+ */
+static bool
+flush_one(PgssNgKind *kind, void *pe, TimestampTz now, bool force)
+{
+	PgssNgPendingHdr *hdr = PENDING_HDR(kind, pe);
+	PgssNgSharedEntry *shared = hdr->shared;
+	dsa_pointer body;
+	uint8		dropped;
+
+	if (!LWLockConditionalAcquire(&shared->lock, LW_EXCLUSIVE))
+	{
+		if (!force &&
+			!TimestampDifferenceExceeds(hdr->since, now,
+										PGSS_NG_PENDING_MAX_AGE_MS))
+			return false;
+		/* never wait for a lock this backend holds itself */
+		if (LWLockHeldByMe(&shared->lock))
+			return false;
+		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
+	}
+
+	dropped = shared->dropped;
+	if (dropped == PGSS_NG_LIVE)
+	{
+		double		uses;
+
+		uses = kind->info->flush_pending_cb(kind, pe, PgssNgSharedData(shared),
+											PENDING_DATA(kind, pe));
+		shared->usage = decayed_usage(shared->usage, shared->usage_time,
+									  now) + uses;
+		shared->usage_time = Max(shared->usage_time, now);
+	}
+	LWLockRelease(&shared->lock);
+
+	if (dropped == PGSS_NG_DROP_EVICT && kind->info->discard_pending_cb)
+		kind->info->discard_pending_cb(kind, pe, PENDING_DATA(kind, pe));
+
+	/*
+	 * Forget the pending entry before releasing the reference: should
+	 * freeing raise an ERROR, the counts are not merged a second time.
+	 */
+	body = hdr->body;
+	hash_search(kind->pending, pe, HASH_REMOVE, NULL);
+	kind->npending--;
+	release_ref(kind, body, shared);
+	return true;
+}
+
+/*
+ * find_live_pending
+ *		This backend's pending entry for key, if its shared entry is still
+ *		live.  One whose entry was dropped since (reset, eviction) is
+ *		flushed away first, so that counts made from now on go to a new
+ *		entry: a reset separates counts made before it from those made
+ *		after it, even within one long statement.  The dropped flag is read
+ *		without the entry lock; it is only ever set once.
+ */
+static void *
+find_live_pending(PgssNgKind *kind, const void *key)
+{
+	void	   *pe;
+
+	if (kind->npending == 0)
+		return NULL;
+	pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+	if (pe == NULL)
+		return NULL;
+	if (PENDING_HDR(kind, pe)->shared->dropped == PGSS_NG_LIVE)
+		return pe;
+	flush_one(kind, pe, GetCurrentTimestamp(), true);
+	return NULL;
 }
 
 /*
@@ -455,6 +678,7 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
  * so a backend's pending memory stays bounded however many distinct keys a
  * single statement or transaction touches.
  * Memory: pending entries in TopMemoryContext (the pending hash).
+ * Errors: those of lookup_or_create(); the local entry is removed first.
  */
 void *
 pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
@@ -464,11 +688,11 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	void	   *pe;
 	bool		found;
 	PgssNgPendingHdr *hdr;
-	PgssNgCreateResult r;
+	PgssNgCreateResult r = PGSS_NG_OUT_OF_MEMORY;
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
 
-	pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+	pe = find_live_pending(kind, key);
 	if (pe != NULL)
 	{
 		*result = PGSS_NG_EXISTS;
@@ -484,7 +708,17 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	pe = hash_search(kind->pending, key, HASH_ENTER, &found);
 	Assert(!found);
 
-	r = lookup_or_create(kind, key, init, arg, true, &body, &shared);
+	PG_TRY();
+	{
+		r = lookup_or_create(kind, key, init, arg, true, 1.0, &body, &shared);
+	}
+	PG_CATCH();
+	{
+		hash_search(kind->pending, key, HASH_REMOVE, NULL);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
 	*result = r;
 	if (r == PGSS_NG_FULL || r == PGSS_NG_OUT_OF_MEMORY)
 	{
@@ -518,48 +752,15 @@ pgss_ng_kind_flush(PgssNgKind *kind, bool force)
 {
 	HASH_SEQ_STATUS status;
 	void	   *pe;
-	TimestampTz now = 0;
+	TimestampTz now;
 
 	if (kind->npending == 0)
 		return false;
 
+	now = GetCurrentTimestamp();
 	hash_seq_init(&status, kind->pending);
 	while ((pe = hash_seq_search(&status)) != NULL)
-	{
-		PgssNgPendingHdr *hdr = PENDING_HDR(kind, pe);
-		PgssNgSharedEntry *shared = hdr->shared;
-		dsa_pointer body;
-
-		if (!LWLockConditionalAcquire(&shared->lock, LW_EXCLUSIVE))
-		{
-			if (!force)
-			{
-				if (now == 0)
-					now = GetCurrentTimestamp();
-				if (!TimestampDifferenceExceeds(hdr->since, now,
-												PGSS_NG_PENDING_MAX_AGE_MS))
-					continue;	/* stays pending */
-			}
-			/* never wait for a lock this backend holds itself */
-			if (LWLockHeldByMe(&shared->lock))
-				continue;
-			LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-		}
-
-		if (!shared->dropped)
-			kind->info->flush_pending_cb(kind, pe, PgssNgSharedData(shared),
-										 PENDING_DATA(kind, pe));
-		LWLockRelease(&shared->lock);
-
-		/*
-		 * Forget the pending entry before releasing the reference: should
-		 * freeing raise an ERROR, the counts are not merged a second time.
-		 */
-		body = hdr->body;
-		hash_search(kind->pending, pe, HASH_REMOVE, NULL);
-		kind->npending--;
-		release_ref(kind, body, shared);
-	}
+		(void) flush_one(kind, pe, now, force);
 
 	return kind->npending > 0;
 }
@@ -595,8 +796,9 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
  *		Remove every entry whose key matches (all if match is NULL) from the
  *		hash and release the hash's reference; bodies still referenced by
  *		pending data are freed by their last holder.  Returns the number of
- *		entries dropped.  Locks: partition locks exclusively, one at a time,
- *		then each entry's lock to set dropped.
+ *		entries dropped.  Locks: <name>_dealloc (waiting: a reset waits for
+ *		a running eviction), then partition locks exclusively, one at a
+ *		time, then each entry's lock to set dropped.
  */
 uint64
 pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
@@ -605,6 +807,8 @@ pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 	void	   *he;
 	uint64		ndropped = 0;
 
+	/* removals (eviction, reset) are serialized */
+	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
 	dshash_seq_init(&status, kind->hash, true);
 	while ((he = dshash_seq_next(&status)) != NULL)
 	{
@@ -617,16 +821,13 @@ pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 		body = HASH_TAIL(kind, he)->body;
 		shared = dsa_get_address(kind->area, body);
 
-		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-		shared->dropped = true;
-		LWLockRelease(&shared->lock);
-
+		mark_dropped(shared, PGSS_NG_DROP_RESET);
 		dshash_delete_current(&status);
-		pg_atomic_fetch_sub_u32(&kind->shared->entries_live, 1);
-		release_ref(kind, body, shared);
+		forget_body(kind, body, shared);
 		ndropped++;
 	}
 	dshash_seq_term(&status);
+	LWLockRelease(kind->dealloc_lock);
 
 	return ndropped;
 }
@@ -664,11 +865,228 @@ pgss_ng_kind_reset_matching(PgssNgKind *kind, PgssNgMatchFn match,
 }
 
 /*
- * pgss_ng_kind_entries
- *		Number of live entries (in the hash), read without a lock.
+ * pgss_ng_kind_counters
+ *		Copy the kind-wide counters; each is read atomically, the set is not
+ *		a consistent snapshot.
+ */
+void
+pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
+{
+	PgssNgKindShared *ks = kind->shared;
+
+	out->entries = pg_atomic_read_u32(&ks->entries_live);
+	out->entries_allocated = pg_atomic_read_u32(&ks->entries_allocated);
+	out->entries_max = kind->max_entries;
+	out->dealloc = (int64) pg_atomic_read_u64(&ks->dealloc);
+	out->backstop_skips = (int64) pg_atomic_read_u64(&ks->backstop_skips);
+}
+
+/*
+ * pgss_ng_kind_restore_counters
+ *		Set the event counters to values read back from disk.
+ */
+void
+pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
+							  int64 backstop_skips)
+{
+	pg_atomic_write_u64(&kind->shared->dealloc, (uint64) dealloc);
+	pg_atomic_write_u64(&kind->shared->backstop_skips, (uint64) backstop_skips);
+}
+
+/*
+ * pgss_ng_kind_reset_counters
+ *		Restart the event counters (dealloc, backstop_skips).
+ */
+void
+pgss_ng_kind_reset_counters(PgssNgKind *kind)
+{
+	pg_atomic_write_u64(&kind->shared->dealloc, 0);
+	pg_atomic_write_u64(&kind->shared->backstop_skips, 0);
+}
+
+/*
+ * drop_victim
+ *		Evict one entry chosen by pgss_ng_kind_evict(), unless it was
+ *		re-created since the scan (another generation).  Returns whether it
+ *		was evicted.  Locks: its partition lock exclusively, then its entry
+ *		lock.
+ */
+static bool
+drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
+{
+	void	   *he;
+	PgssNgHashEntry *tail;
+	dsa_pointer body;
+	PgssNgSharedEntry *shared;
+
+	he = dshash_find(kind->hash, key, true);
+	if (he == NULL)
+		return false;
+	tail = HASH_TAIL(kind, he);
+	if (tail->generation != generation)
+	{
+		dshash_release_lock(kind->hash, he);
+		return false;
+	}
+	body = tail->body;
+	shared = dsa_get_address(kind->area, body);
+
+	mark_dropped(shared, PGSS_NG_DROP_EVICT);
+	dshash_delete_entry(kind->hash, he);
+	forget_body(kind, body, shared);
+	return true;
+}
+
+static int
+candidate_cmp(const void *a, const void *b)
+{
+	const EvictCandidate *ca = (const EvictCandidate *) a;
+	const EvictCandidate *cb = (const EvictCandidate *) b;
+
+	if (ca->value != cb->value)
+		return ca->value < cb->value ? -1 : 1;
+	/* older generation first: same value, created earlier */
+	if (ca->generation != cb->generation)
+		return ca->generation < cb->generation ? -1 : 1;
+	return 0;
+}
+
+/*
+ * pgss_ng_kind_evict
+ *		If live entries exceed max, evict the least valuable ones down to
+ *		max minus PGSS_NG_EVICT_PERCENT percent.
+ *
+ * Serialized by <name>_dealloc, taken without waiting: if another backend
+ * is evicting, return at once (the backstop bounds what is allocated
+ * meanwhile).  The scan copies (key, generation, decayed usage) of every
+ * entry nobody holds a reference to, holding each partition lock shared
+ * only while reading it and no entry lock (usage is read unlocked: a
+ * heuristic may read a value a flush is updating); the sort runs with no
+ * lock but <name>_dealloc; victims are then removed one by one
+ * (drop_victim).  Each eviction counts in dealloc.
+ * Memory: a temporary context under CurrentMemoryContext, deleted before
+ * returning.  Errors: out of memory (caller's guard releases the locks).
+ */
+void
+pgss_ng_kind_evict(PgssNgKind *kind)
+{
+	PgssNgKindShared *ks = kind->shared;
+	Size		ksz = kind->info->key_size;
+	int			max = kind->max_entries;
+	int			keep;
+	int			nwant;
+	int			ncand = 0;
+	int			size;
+	int			nevicted = 0;
+	int			i;
+	EvictCandidate *cands;
+	char	   *keys;
+	dshash_seq_status status;
+	void	   *he;
+	TimestampTz now;
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+
+	if (pg_atomic_read_u32(&ks->entries_live) <= (uint32) max)
+		return;
+	if (!LWLockConditionalAcquire(kind->dealloc_lock, LW_EXCLUSIVE))
+		return;
+
+	keep = max - max * PGSS_NG_EVICT_PERCENT / 100;
+	nwant = (int) pg_atomic_read_u32(&ks->entries_live) - keep;
+	if (nwant <= 0)
+	{
+		LWLockRelease(kind->dealloc_lock);
+		return;
+	}
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pgss_ng eviction",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+
+	size = (int) pg_atomic_read_u32(&ks->entries_allocated) + 64;
+	cands = palloc(sizeof(EvictCandidate) * size);
+	keys = palloc(ksz * size);
+	now = GetCurrentTimestamp();
+
+	dshash_seq_init(&status, kind->hash, false);
+	while ((he = dshash_seq_next(&status)) != NULL)
+	{
+		PgssNgHashEntry *tail = HASH_TAIL(kind, he);
+		PgssNgSharedEntry *shared = dsa_get_address(kind->area, tail->body);
+
+		/* referenced: some backend is counting into it right now */
+		if (pg_atomic_read_u32(&shared->refcount) > 1)
+			continue;
+
+		if (ncand == size)
+		{
+			size *= 2;
+			cands = repalloc(cands, sizeof(EvictCandidate) * size);
+			keys = repalloc(keys, ksz * size);
+		}
+		cands[ncand].value = decayed_usage(shared->usage, shared->usage_time,
+										   now);
+		cands[ncand].generation = tail->generation;
+		cands[ncand].keyno = ncand;
+		memcpy(keys + ksz * ncand, he, ksz);
+		ncand++;
+	}
+	dshash_seq_term(&status);
+
+	qsort(cands, ncand, sizeof(EvictCandidate), candidate_cmp);
+
+	for (i = 0; i < ncand && nevicted < nwant; i++)
+	{
+		if (drop_victim(kind, keys + ksz * cands[i].keyno,
+						cands[i].generation))
+			nevicted++;
+	}
+	pg_atomic_fetch_add_u64(&ks->dealloc, nevicted);
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	LWLockRelease(kind->dealloc_lock);
+}
+
+/*
+ * pgss_ng_kind_restore
+ *		Create an entry read back from disk, with the usage it was saved
+ *		with (so eviction ranks it as before the restart).  Like
+ *		pgss_ng_kind_create() otherwise.
+ */
+PgssNgCreateResult
+pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
+					 PgssNgInitSharedFn init, void *arg, double usage)
+{
+	dsa_pointer body;
+	PgssNgSharedEntry *shared;
+
+	return lookup_or_create(kind, key, init, arg, false, usage, &body, &shared);
+}
+
+/*
+ * pgss_ng_kind_usage
+ *		The usage of the entry whose kind data is shared_data, decayed to
+ *		now.  For pgss_ng_kind_foreach() visitors (entry lock held).
+ */
+double
+pgss_ng_kind_usage(const void *shared_data)
+{
+	const PgssNgSharedEntry *shared = (const PgssNgSharedEntry *)
+		((const char *) shared_data - PGSS_NG_SHARED_DATA_OFFSET);
+
+	return decayed_usage(shared->usage, shared->usage_time,
+						 GetCurrentTimestamp());
+}
+
+/*
+ * pgss_ng_kind_attached
+ *		Number of processes attached to the kind's area (a backend detaches
+ *		after its exit flush).  Read without a lock.
  */
 uint32
-pgss_ng_kind_entries(PgssNgKind *kind)
+pgss_ng_kind_attached(PgssNgKind *kind)
 {
-	return pg_atomic_read_u32(&kind->shared->entries_live);
+	return pg_atomic_read_u32(&kind->shared->nattached);
 }

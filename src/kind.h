@@ -30,6 +30,19 @@
  *		LWLockConditionalAcquire first.
  *	  - Never take a dshash partition lock while holding an entry lock: the
  *		order is partition lock, then entry lock.
+ *	  - <name>_alloc (a named LWLock) serializes the creation of entries, so
+ *		that admission against max and the backstop is exact; it is held
+ *		while the body is allocated and published, never during a flush.
+ *	  - <name>_dealloc serializes removals (eviction, reset).  Eviction
+ *		takes it conditionally: a backend that finds another one evicting
+ *		goes on with its statement; a reset waits for it.
+ *		The victim scan holds each partition lock shared only while it
+ *		reads that partition (it takes no entry lock); victims are sorted
+ *		with no lock but this one held, and removed one at a time under
+ *		their partition lock, checking the generation so that an entry
+ *		re-created meanwhile is not removed.  Flushes never wait for it.
+ *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
+ *		taken innermost: after every lock of this layer.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,16 +60,36 @@
 /* Pending data older than this is flushed with a waiting lock (ms). */
 #define PGSS_NG_PENDING_MAX_AGE_MS	1000
 
+/* Usage (the eviction value) halves every this many ms without use. */
+#define PGSS_NG_USAGE_HALF_LIFE_MS	60000
+
+/* Eviction frees this percentage of max at once. */
+#define PGSS_NG_EVICT_PERCENT		5
+
+/* Allocated entries (live + dropped, not yet freed) never exceed
+ * max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA). */
+#define PGSS_NG_BACKSTOP_MAX_EXTRA	20000
+
+/* Why an entry was dropped. */
+typedef enum PgssNgDropReason
+{
+	PGSS_NG_LIVE = 0,			/* not dropped */
+	PGSS_NG_DROP_RESET,			/* removed by a reset */
+	PGSS_NG_DROP_EVICT			/* removed by eviction */
+} PgssNgDropReason;
+
 /*
  * Body of a shared entry.  The kind's data follows at
  * PGSS_NG_SHARED_DATA_OFFSET.
  */
 typedef struct PgssNgSharedEntry
 {
-	LWLock		lock;			/* protects dropped and the kind data */
-	bool		dropped;		/* removed from the hash, awaiting free */
+	LWLock		lock;			/* protects everything below but refcount */
+	uint8		dropped;		/* PgssNgDropReason; not live: awaiting free */
 	pg_atomic_uint32 refcount;	/* 1 for the hash + 1 per entry ref */
 	uint64		generation;		/* distinguishes incarnations of one key */
+	double		usage;			/* eviction value at usage_time */
+	TimestampTz usage_time;		/* when usage was last brought up to date */
 } PgssNgSharedEntry;
 
 #define PGSS_NG_SHARED_DATA_OFFSET	MAXALIGN(sizeof(PgssNgSharedEntry))
@@ -88,11 +121,21 @@ typedef struct PgssNgKindInfo
 
 	/*
 	 * Merge pending data into a shared entry.  Called with the entry's lock
-	 * held exclusively and only when the entry is not dropped.
+	 * held exclusively and only when the entry is not dropped.  Returns the
+	 * number of uses the pending data represents, added to the entry's
+	 * usage (its value for eviction).
 	 */
-	void		(*flush_pending_cb) (struct PgssNgKind *kind, const void *key,
+	double		(*flush_pending_cb) (struct PgssNgKind *kind, const void *key,
 									 void *shared_data,
 									 const void *pending_data);
+
+	/*
+	 * Pending data whose entry was evicted before the flush cannot be
+	 * merged; this callback counts it as dropped.  No lock of this layer
+	 * is held.
+	 */
+	void		(*discard_pending_cb) (struct PgssNgKind *kind, const void *key,
+									   const void *pending_data);
 
 	/*
 	 * Release what the kind data owns (e.g. a query text) when the body is
@@ -101,8 +144,9 @@ typedef struct PgssNgKindInfo
 	void		(*free_cb) (struct PgssNgKind *kind, void *shared_data);
 
 	/*
-	 * Serialize / deserialize an entry for persistence.  Unused by the
-	 * core layer so far; kept so the shape matches PgStat_KindInfo.
+	 * Serialize an entry (appending to buf; entry lock held shared) and
+	 * re-create one from its serialized form (false: malformed), for
+	 * persistence across restarts (persist.c).
 	 */
 	void		(*to_serialized_cb) (struct PgssNgKind *kind, const void *key,
 									 const void *shared_data,
@@ -121,6 +165,9 @@ typedef struct PgssNgKindShared
 	pg_atomic_uint32 entries_live;	/* entries in the hash */
 	pg_atomic_uint32 entries_allocated; /* bodies, incl. dropped ones */
 	pg_atomic_uint64 next_generation;
+	pg_atomic_uint32 nattached;	/* processes attached (not yet detached) */
+	pg_atomic_uint64 dealloc;	/* entries evicted */
+	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
 	/* the in-place DSA area follows, MAXALIGN'd */
 } PgssNgKindShared;
 
@@ -132,9 +179,11 @@ typedef struct PgssNgKind
 	dsa_area   *area;			/* NULL until attached */
 	dshash_table *hash;
 	dshash_parameters hash_params;
+	LWLock	   *alloc_lock;		/* named tranche <name>_alloc */
+	LWLock	   *dealloc_lock;	/* named tranche <name>_dealloc */
 	HTAB	   *pending;		/* key -> PgssNgPendingEntry */
 	int			npending;
-	int			max_entries;	/* creation refused at this many live */
+	int			max_entries;	/* eviction keeps live entries at or below */
 	bool		detaching;		/* at exit, after the last flush */
 } PgssNgKind;
 
@@ -152,11 +201,12 @@ typedef enum PgssNgCreateResult
 {
 	PGSS_NG_EXISTS,				/* somebody else created it first */
 	PGSS_NG_CREATED,
-	PGSS_NG_FULL,				/* max live entries reached */
+	PGSS_NG_FULL,				/* the backstop was reached */
 	PGSS_NG_OUT_OF_MEMORY		/* shared memory could not be allocated */
 } PgssNgCreateResult;
 
 /* setup, in the postmaster */
+extern void pgss_ng_kind_shmem_request(const PgssNgKindInfo *info);
 extern Size pgss_ng_kind_shmem_size(const PgssNgKindInfo *info);
 extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name);
 
@@ -183,6 +233,29 @@ extern uint64 pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match,
 										 void *arg);
 extern uint64 pgss_ng_kind_reset_matching(PgssNgKind *kind, PgssNgMatchFn match,
 										  PgssNgResetFn reset, void *arg);
-extern uint32 pgss_ng_kind_entries(PgssNgKind *kind);
+/* kind-wide counters, read without a lock */
+typedef struct PgssNgKindCounters
+{
+	int64		entries;		/* live entries */
+	int64		entries_allocated;	/* live + dropped not yet freed */
+	int64		entries_max;	/* max as this backend sees it */
+	int64		dealloc;		/* entries evicted */
+	int64		backstop_skips; /* creations refused at the backstop */
+} PgssNgKindCounters;
+
+extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
+extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
+extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
+										  int64 backstop_skips);
+extern int	pgss_ng_kind_backstop(PgssNgKind *kind);
+extern void pgss_ng_kind_evict(PgssNgKind *kind);
+
+/* persistence */
+extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
+											   const void *key,
+											   PgssNgInitSharedFn init,
+											   void *arg, double usage);
+extern double pgss_ng_kind_usage(const void *shared_data);
+extern uint32 pgss_ng_kind_attached(PgssNgKind *kind);
 
 #endif							/* PGSS_NG_KIND_H */

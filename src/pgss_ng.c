@@ -37,6 +37,7 @@ int			pgss_ng_track = PGSS_NG_TRACK_TOP;
 bool		pgss_ng_track_utility = true;
 bool		pgss_ng_track_planning = false;
 bool		pgss_ng_save = true;
+int			pgss_ng_query_text_memory = 16384;	/* kB */
 
 static const struct config_enum_entry track_options[] =
 {
@@ -75,6 +76,7 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 #define pgss_ng_handled_utility(n) \
 	(!IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt) && !IsA(n, DeallocateStmt))
 
+static void pgss_ng_assign_max(int newval, void *extra);
 static void pgss_ng_shmem_request(void);
 static void pgss_ng_shmem_startup(void);
 static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
@@ -115,9 +117,20 @@ _PG_init(void)
 							&pgss_ng_max,
 							5000,
 							100,
+							INT_MAX / 4,
+							PGC_SIGHUP,
+							0,
+							NULL, pgss_ng_assign_max, NULL);
+
+	DefineCustomIntVariable("pgss_ng.query_text_memory",
+							"Sets the shared memory available to the query texts of pgss_ng.",
+							NULL,
+							&pgss_ng_query_text_memory,
+							16384,
+							256,
 							INT_MAX / 2,
 							PGC_POSTMASTER,
-							0,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("pgss_ng.track",
@@ -159,6 +172,8 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("pgss_ng");
 
+	pgss_ng_register_writer();
+
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = pgss_ng_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -180,8 +195,21 @@ _PG_init(void)
 }
 
 /*
+ * pgss_ng_assign_max
+ *		GUC assign hook of pgss_ng.max, in every process that (re)loads the
+ *		configuration: the statement kind evicts down to the new value at
+ *		this backend's next flush.
+ */
+static void
+pgss_ng_assign_max(int newval, void *extra)
+{
+	pgss_ng_stmt_kind.max_entries = newval;
+}
+
+/*
  * pgss_ng_shmem_request
- *		Request the main shared memory of the statement kind.
+ *		Request the main shared memory and named LWLocks of the statement
+ *		kind.
  */
 static void
 pgss_ng_shmem_request(void)
@@ -190,6 +218,7 @@ pgss_ng_shmem_request(void)
 		prev_shmem_request_hook();
 
 	RequestAddinShmemSpace(pgss_ng_stmt_shmem_size());
+	pgss_ng_stmt_shmem_request();
 }
 
 /*
@@ -460,6 +489,9 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 									params, queryEnv, dest, qc);
 		if (tracked)
 			pstmt->queryId = UINT64CONST(0);
+		/* e.g. a DO block not recorded itself, whose statements were */
+		if (exec_nested_level == 0)
+			pgss_ng_flush(false);
 		return;
 	}
 

@@ -83,8 +83,7 @@ typedef struct PgssNgStmtShared
 {
 	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMKIND];	/* min/max set since reset */
-	dsa_pointer qtext;			/* query text, or InvalidDsaPointer */
-	int			qlen;			/* its length in bytes */
+	dsa_pointer qtext;			/* query text (qtext.c), or InvalidDsaPointer */
 	int			encoding;		/* its encoding */
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* last min/max reset */
@@ -94,7 +93,6 @@ typedef struct PgssNgStmtShared
 typedef struct PgssNgInfo
 {
 	slock_t		mutex;
-	int64		dealloc;		/* entries evicted */
 	int64		dropped;		/* plans/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 } PgssNgInfo;
@@ -112,12 +110,14 @@ extern int	pgss_ng_track;
 extern bool pgss_ng_track_utility;
 extern bool pgss_ng_track_planning;
 extern bool pgss_ng_save;
+extern int	pgss_ng_query_text_memory;	/* kB */
 
 /* the statement kind (stmt_kind.c) */
 extern PgssNgKind pgss_ng_stmt_kind;
 extern PgssNgInfo *pgss_ng_info_shared;
 
 extern Size pgss_ng_stmt_shmem_size(void);
+extern void pgss_ng_stmt_shmem_request(void);
 extern void pgss_ng_stmt_shmem_startup(void);
 extern void pgss_ng_store(const char *query, uint64 queryid,
 						  int query_location, int query_len,
@@ -129,5 +129,8 @@ extern void pgss_ng_store(const char *query, uint64 queryid,
 						  JumbleState *jstate);
 extern void pgss_ng_flush(bool force);
 extern void pgss_ng_count_dropped(int64 n);
+
+/* persistence (persist.c) */
+extern void pgss_ng_register_writer(void);
 
 #endif							/* PGSS_NG_H */

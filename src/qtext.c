@@ -1,67 +1,320 @@
 /*-------------------------------------------------------------------------
  *
  * qtext.c
- *	  Query texts in the statement kind's DSA area.
+ *	  The query text arena.
  *
- * Each text is one DSA chunk holding the bytes and a terminating NUL,
- * allocated with DSA_ALLOC_NO_OOM: when shared memory runs out the entry
- * is kept without its text (query shows NULL).  Reading a text never
- * touches disk.
+ * A text is one DSA chunk, a QtextNode: its 64-bit XXH3 hash, a link to
+ * the next text with the same hash, the number of entries using it, its
+ * length and its bytes (NUL-terminated).  A dshash (the dedup hash) maps a
+ * hash to the first node of its chain; a text is found by hash, then by
+ * length and byte comparison.  The bytes of all nodes (header included)
+ * are counted against pgss_ng.query_text_memory: a text that does not fit
+ * is not stored (the entry shows query NULL) and counts in qtext_dropped.
+ * Texts are never cut, so never in the middle of a multibyte character.
  *
- * Locking: none of its own; see qtext.h.
+ * The dedup hash is created by the first backend that stores a text (the
+ * postmaster must not create DSM segments, and this keeps the kind layer's
+ * in-place area for the entries' hash).
+ *
+ * Locking: see qtext.h.  The dedup hash's own partition locks are only
+ * taken under pgss_ng_qtext, so they never wait.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <xxhash.h>
+
+#include "lib/dshash.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
+
 #include "qtext.h"
+
+#define QTEXT_LOCK_NAME		"pgss_ng_qtext"
+
+typedef struct QtextNode
+{
+	uint64		hash;
+	dsa_pointer next;			/* next node with the same hash */
+	uint32		refcount;		/* entries using this text */
+	uint32		len;			/* bytes, not counting the NUL */
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} QtextNode;
+
+#define QTEXT_NODE_SIZE(len)	(offsetof(QtextNode, data) + (len) + 1)
+
+/* element of the dedup hash */
+typedef struct QtextBucket
+{
+	uint64		hash;			/* key */
+	dsa_pointer head;			/* first QtextNode */
+} QtextBucket;
+
+typedef struct QtextShared
+{
+	dshash_table_handle dedup_handle;	/* InvalidDsaPointer until made */
+	int			hash_tranche;
+	int64		limit_bytes;
+	int64		bytes;
+	int64		count;
+	int64		dropped;
+} QtextShared;
+
+static QtextShared *qtext_shared = NULL;
+static LWLock *qtext_lock = NULL;
+
+/* this backend's attachment to the dedup hash */
+static dshash_table *dedup = NULL;
+
+static dshash_hash
+qtext_hash_fn(const void *key, size_t size, void *arg)
+{
+	uint64		h = *(const uint64 *) key;
+
+	return (dshash_hash) (h ^ (h >> 32));
+}
+
+static const dshash_parameters *
+dedup_params(void)
+{
+	static dshash_parameters params;
+
+	params.key_size = sizeof(uint64);
+	params.entry_size = sizeof(QtextBucket);
+	params.compare_function = dshash_memcmp;
+	params.hash_function = qtext_hash_fn;
+	params.tranche_id = qtext_shared->hash_tranche;
+	return &params;
+}
+
+/*
+ * pgss_ng_qtext_shmem_request
+ *		Request the pgss_ng_qtext named LWLock (shmem_request_hook).
+ */
+void
+pgss_ng_qtext_shmem_request(void)
+{
+	RequestNamedLWLockTranche(QTEXT_LOCK_NAME, 1);
+}
+
+Size
+pgss_ng_qtext_shmem_size(void)
+{
+	return MAXALIGN(sizeof(QtextShared));
+}
+
+/*
+ * pgss_ng_qtext_shmem_startup
+ *		Create or find the arena's control block; hash_tranche names the
+ *		dedup hash's partition locks, limit_bytes caps the arena.  Called
+ *		with AddinShmemInitLock held.
+ */
+void
+pgss_ng_qtext_shmem_startup(int hash_tranche, int64 limit_bytes)
+{
+	bool		found;
+
+	qtext_shared = ShmemInitStruct("pgss_ng query texts",
+								   sizeof(QtextShared), &found);
+	qtext_lock = &GetNamedLWLockTranche(QTEXT_LOCK_NAME)->lock;
+	dedup = NULL;
+	if (!found)
+	{
+		qtext_shared->dedup_handle = InvalidDsaPointer;
+		qtext_shared->hash_tranche = hash_tranche;
+		qtext_shared->limit_bytes = limit_bytes;
+		qtext_shared->bytes = 0;
+		qtext_shared->count = 0;
+		qtext_shared->dropped = 0;
+	}
+}
+
+/*
+ * attach_dedup
+ *		Make sure this backend is attached to the dedup hash, creating it
+ *		if no backend has yet.  pgss_ng_qtext held exclusively.
+ *		Memory: the dshash handle in TopMemoryContext.  Errors: dshash
+ *		creation can fail with out of memory.
+ */
+static void
+attach_dedup(dsa_area *area)
+{
+	MemoryContext oldcxt;
+
+	if (dedup != NULL)
+		return;
+
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	if (qtext_shared->dedup_handle == InvalidDsaPointer)
+	{
+		dedup = dshash_create(area, dedup_params(), NULL);
+		qtext_shared->dedup_handle = dshash_get_hash_table_handle(dedup);
+	}
+	else
+		dedup = dshash_attach(area, dedup_params(),
+							  qtext_shared->dedup_handle, NULL);
+	MemoryContextSwitchTo(oldcxt);
+}
 
 /*
  * pgss_ng_qtext_store
- *		Copy len bytes of text into shared memory.  Returns the text's
- *		pointer, or InvalidDsaPointer if no shared memory could be had.
- *		Never raises an ERROR.
+ *		Store len bytes of text, or share the identical text already
+ *		stored.  Returns the text's pointer, or InvalidDsaPointer if it
+ *		does not fit under the cap or shared memory ran out (counted in
+ *		qtext_dropped).
+ *
+ * Locks: pgss_ng_qtext exclusively, and under it one dedup partition lock.
+ * Errors: an out-of-memory ERROR from the dedup hash itself propagates
+ * (the caller's guard releases the locks); nothing is allocated then.
  */
 dsa_pointer
 pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 {
+	uint64		hash = XXH3_64bits(text, len);
+	Size		size = QTEXT_NODE_SIZE(len);
+	QtextBucket *bucket;
+	bool		found;
 	dsa_pointer p;
-	char	   *dst;
+	QtextNode  *node;
 
-	p = dsa_allocate_extended(area, (size_t) len + 1, DSA_ALLOC_NO_OOM);
+	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
+	attach_dedup(area);
+
+	bucket = dshash_find_or_insert(dedup, &hash, &found);
+	if (!found)
+		bucket->head = InvalidDsaPointer;
+
+	for (p = bucket->head; DsaPointerIsValid(p); p = node->next)
+	{
+		node = dsa_get_address(area, p);
+		if (node->len == (uint32) len && memcmp(node->data, text, len) == 0)
+		{
+			node->refcount++;
+			dshash_release_lock(dedup, bucket);
+			LWLockRelease(qtext_lock);
+			return p;
+		}
+	}
+
+	p = InvalidDsaPointer;
+	if (qtext_shared->bytes + (int64) size <= qtext_shared->limit_bytes)
+		p = dsa_allocate_extended(area, size, DSA_ALLOC_NO_OOM);
+
 	if (!DsaPointerIsValid(p))
+	{
+		if (!DsaPointerIsValid(bucket->head))
+			dshash_delete_entry(dedup, bucket);
+		else
+			dshash_release_lock(dedup, bucket);
+		qtext_shared->dropped++;
+		LWLockRelease(qtext_lock);
 		return InvalidDsaPointer;
+	}
 
-	dst = dsa_get_address(area, p);
-	memcpy(dst, text, len);
-	dst[len] = '\0';
+	node = dsa_get_address(area, p);
+	node->hash = hash;
+	node->next = bucket->head;
+	node->refcount = 1;
+	node->len = len;
+	memcpy(node->data, text, len);
+	node->data[len] = '\0';
+	bucket->head = p;
+	dshash_release_lock(dedup, bucket);
+
+	qtext_shared->bytes += size;
+	qtext_shared->count++;
+	LWLockRelease(qtext_lock);
 	return p;
 }
 
 /*
  * pgss_ng_qtext_copy
- *		palloc a NUL-terminated copy of a stored text of len bytes in
- *		CurrentMemoryContext; NULL if there is no text.
+ *		palloc a NUL-terminated copy of a stored text in CurrentMemoryContext;
+ *		NULL if there is no text.  No lock (see qtext.h).
  */
 char *
-pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int len)
+pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text)
 {
-	char	   *copy;
+	QtextNode  *node;
 
 	if (!DsaPointerIsValid(text))
 		return NULL;
-	copy = palloc(len + 1);
-	memcpy(copy, dsa_get_address(area, text), len + 1);
-	return copy;
+	node = dsa_get_address(area, text);
+	return pnstrdup(node->data, node->len);
 }
 
 /*
  * pgss_ng_qtext_release
- *		Free a stored text; InvalidDsaPointer is accepted and ignored.
+ *		An entry stops using a text; the last user frees it.
+ *		InvalidDsaPointer is accepted and ignored.  Locks: pgss_ng_qtext
+ *		exclusively, and under it one dedup partition lock.
  */
 void
 pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 {
-	if (DsaPointerIsValid(text))
-		dsa_free(area, text);
+	QtextNode  *node;
+	QtextBucket *bucket;
+	dsa_pointer *link;
+
+	if (!DsaPointerIsValid(text))
+		return;
+
+	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
+	node = dsa_get_address(area, text);
+	Assert(node->refcount > 0);
+	if (--node->refcount > 0)
+	{
+		LWLockRelease(qtext_lock);
+		return;
+	}
+
+	attach_dedup(area);
+	bucket = dshash_find(dedup, &node->hash, true);
+	if (bucket == NULL)
+		elog(ERROR, "pgss_ng query text not found in its hash");
+
+	/* unlink the node from its chain */
+	for (link = &bucket->head; *link != text;
+		 link = &((QtextNode *) dsa_get_address(area, *link))->next)
+		Assert(DsaPointerIsValid(*link));
+	*link = node->next;
+
+	if (!DsaPointerIsValid(bucket->head))
+		dshash_delete_entry(dedup, bucket);
+	else
+		dshash_release_lock(dedup, bucket);
+
+	qtext_shared->bytes -= QTEXT_NODE_SIZE(node->len);
+	qtext_shared->count--;
+	dsa_free(area, text);
+	LWLockRelease(qtext_lock);
+}
+
+/*
+ * pgss_ng_qtext_stats
+ *		Copy the arena's counters (pgss_ng_qtext shared).
+ */
+void
+pgss_ng_qtext_stats(PgssNgQtextStats *stats)
+{
+	LWLockAcquire(qtext_lock, LW_SHARED);
+	stats->bytes = qtext_shared->bytes;
+	stats->limit_bytes = qtext_shared->limit_bytes;
+	stats->count = qtext_shared->count;
+	stats->dropped = qtext_shared->dropped;
+	LWLockRelease(qtext_lock);
+}
+
+/*
+ * pgss_ng_qtext_reset_dropped
+ *		Restart the qtext_dropped counter (full reset).
+ */
+void
+pgss_ng_qtext_reset_dropped(void)
+{
+	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
+	qtext_shared->dropped = 0;
+	LWLockRelease(qtext_lock);
 }

@@ -1,13 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * qtext.h
- *	  The query text store: where the normalized text of each statement
- *	  entry lives in shared memory.  A small interface so that the capped,
- *	  deduplicating arena can replace the plain DSA allocations behind it.
+ *	  The query text arena: normalized query texts in shared memory,
+ *	  capped by pgss_ng.query_text_memory, each distinct text stored once
+ *	  and shared by every entry that uses it.
  *
- * Locking: a stored text is immutable until released; the caller makes
- * sure no reader can still reach a text it releases (the kind layer frees
- * an entry, and with it its text, only after its last reference is gone).
+ * Locking: every change to the arena (store, release, counters) happens
+ * under the named LWLock pgss_ng_qtext, taken innermost (after any lock of
+ * the kind layer).  A stored text's bytes are immutable until its last
+ * user releases it; readers copy them without this lock, relying on the
+ * reference their entry holds (the kind layer frees an entry, and with it
+ * its text reference, only after its last entry reference is gone).
  *
  *-------------------------------------------------------------------------
  */
@@ -16,9 +19,24 @@
 
 #include "utils/dsa.h"
 
+/* Arena counters, as shown by pgss_ng_info. */
+typedef struct PgssNgQtextStats
+{
+	int64		bytes;			/* bytes of stored texts and their headers */
+	int64		limit_bytes;	/* pgss_ng.query_text_memory in bytes */
+	int64		count;			/* distinct texts stored */
+	int64		dropped;		/* texts that could not be stored */
+} PgssNgQtextStats;
+
+extern void pgss_ng_qtext_shmem_request(void);
+extern Size pgss_ng_qtext_shmem_size(void);
+extern void pgss_ng_qtext_shmem_startup(int hash_tranche, int64 limit_bytes);
+
 extern dsa_pointer pgss_ng_qtext_store(dsa_area *area, const char *text,
 									   int len);
-extern char *pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int len);
+extern char *pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text);
 extern void pgss_ng_qtext_release(dsa_area *area, dsa_pointer text);
+extern void pgss_ng_qtext_stats(PgssNgQtextStats *stats);
+extern void pgss_ng_qtext_reset_dropped(void);
 
 #endif							/* PGSS_NG_QTEXT_H */

@@ -93,7 +93,7 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	memcpy(&es->key, key, sizeof(PgssNgStmtKey));
 	es->data = *sh;
 	es->text = st->want_text ?
-		pgss_ng_qtext_copy(kind->area, sh->qtext, sh->qlen) : NULL;
+		pgss_ng_qtext_copy(kind->area, sh->qtext) : NULL;
 }
 
 /*
@@ -176,7 +176,7 @@ pgss_ng(PG_FUNCTION_ARGS)
 			values[i++] = Int64GetDatumFast(es->key.queryid);
 			if (showtext && es->text != NULL)
 			{
-				char	   *enc = pg_any_to_server(es->text, es->data.qlen,
+				char	   *enc = pg_any_to_server(es->text, strlen(es->text),
 												   es->data.encoding);
 
 				values[i++] = CStringGetTextDatum(enc);
@@ -285,7 +285,8 @@ reset_minmax(void *shared_data, void *arg)
  * pgss_ng_reset
  *		Remove the entries matching (userid, dbid, queryid), 0 meaning any;
  *		with minmax_only, keep them and restart their min/max times instead.
- *		Resetting everything also restarts pgss_ng_info (dealloc, dropped,
+ *		Resetting everything also restarts the event counters of
+ *		pgss_ng_info (dealloc, dropped, backstop_skips, qtext_dropped,
  *		stats_reset).  Counts still pending in other backends for removed
  *		entries are discarded when they flush: they were made before the
  *		reset.  Returns the time of the reset.
@@ -304,6 +305,9 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
 	f.queryid = (uint64) PG_GETARG_INT64(2);
 	f.now = GetCurrentTimestamp();
 
+	/* our own pending counts predate the reset */
+	pgss_ng_kind_flush(&pgss_ng_stmt_kind, true);
+
 	if (minmax_only)
 	{
 		pgss_ng_kind_reset_matching(&pgss_ng_stmt_kind, reset_match,
@@ -311,18 +315,17 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
 		PG_RETURN_TIMESTAMPTZ(f.now);
 	}
 
-	/* our own pending counts predate the reset too */
-	pgss_ng_kind_flush(&pgss_ng_stmt_kind, true);
 	pgss_ng_kind_drop_matching(&pgss_ng_stmt_kind, reset_match, &f);
 
 	if (f.userid == InvalidOid && f.dbid == InvalidOid &&
 		f.queryid == UINT64CONST(0))
 	{
 		SpinLockAcquire(&pgss_ng_info_shared->mutex);
-		pgss_ng_info_shared->dealloc = 0;
 		pgss_ng_info_shared->dropped = 0;
 		pgss_ng_info_shared->stats_reset = f.now;
 		SpinLockRelease(&pgss_ng_info_shared->mutex);
+		pgss_ng_kind_reset_counters(&pgss_ng_stmt_kind);
+		pgss_ng_qtext_reset_dropped();
 	}
 
 	PG_RETURN_TIMESTAMPTZ(f.now);
@@ -330,16 +333,21 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_info
- *		One row: dealloc, stats_reset, entries, dropped.
- *		Errors: library not preloaded.
+ *		One row of extension-wide counters: dealloc, stats_reset, entries,
+ *		dropped, entries_allocated, entries_max, backstop_skips,
+ *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped (see
+ *		README).  Errors: library not preloaded.
  */
 Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		values[11];
+	bool		nulls[11];
 	PgssNgInfo	copy;
+	PgssNgKindCounters kc;
+	PgssNgQtextStats qs;
+	int			i = 0;
 
 	check_loaded();
 
@@ -349,11 +357,22 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 	SpinLockAcquire(&pgss_ng_info_shared->mutex);
 	copy = *pgss_ng_info_shared;
 	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &kc);
+	pgss_ng_qtext_stats(&qs);
 
-	values[0] = Int64GetDatum(copy.dealloc);
-	values[1] = TimestampTzGetDatum(copy.stats_reset);
-	values[2] = Int64GetDatum((int64) pgss_ng_kind_entries(&pgss_ng_stmt_kind));
-	values[3] = Int64GetDatum(copy.dropped);
+	memset(nulls, 0, sizeof(nulls));
+	values[i++] = Int64GetDatum(kc.dealloc);
+	values[i++] = TimestampTzGetDatum(copy.stats_reset);
+	values[i++] = Int64GetDatum(kc.entries);
+	values[i++] = Int64GetDatum(copy.dropped);
+	values[i++] = Int64GetDatum(kc.entries_allocated);
+	values[i++] = Int64GetDatum(kc.entries_max);
+	values[i++] = Int64GetDatum(kc.backstop_skips);
+	values[i++] = Int64GetDatum(qs.bytes);
+	values[i++] = Int64GetDatum(qs.limit_bytes);
+	values[i++] = Int64GetDatum(qs.count);
+	values[i++] = Int64GetDatum(qs.dropped);
+	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -29,9 +29,14 @@
 /* Pending entries allowed per backend before an early flush. */
 #define PGSS_NG_MAX_PENDING		256
 
-static void stmt_flush_pending(PgssNgKind *kind, const void *key,
-							   void *shared_data, const void *pending_data);
+static double stmt_flush_pending(PgssNgKind *kind, const void *key,
+								 void *shared_data, const void *pending_data);
+static void stmt_discard_pending(PgssNgKind *kind, const void *key,
+								 const void *pending_data);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
+static void stmt_to_serialized(PgssNgKind *kind, const void *key,
+							   const void *shared_data, StringInfo buf);
+static bool stmt_from_serialized(PgssNgKind *kind, const char *data, Size len);
 
 static const PgssNgKindInfo stmt_kind_info = {
 	.name = "pgss_ng",
@@ -40,19 +45,27 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.pending_size = sizeof(PgssNgCounters),
 	.max_pending = PGSS_NG_MAX_PENDING,
 	.flush_pending_cb = stmt_flush_pending,
+	.discard_pending_cb = stmt_discard_pending,
 	.free_cb = stmt_free,
+	.to_serialized_cb = stmt_to_serialized,
+	.from_serialized_cb = stmt_from_serialized,
 };
 
 PgssNgKind	pgss_ng_stmt_kind = {.info = &stmt_kind_info};
 PgssNgInfo *pgss_ng_info_shared = NULL;
 
 /* What the init callback stores in a new entry. */
+/*
+ * What the init callback stores in a new entry: a normalized text, or the
+ * statement's location in its source string (cut by CleanQuerytext() only
+ * when an entry is really made).
+ */
 typedef struct StmtInitArg
 {
-	const char *text;
-	int			len;
-	int			encoding;
-	TimestampTz now;
+	const char *text;			/* normalized text, or the source string */
+	int			location;		/* statement's offset in it (source only) */
+	int			len;			/* statement's length in bytes */
+	bool		normalized;		/* text is a normalized text */
 } StmtInitArg;
 
 
@@ -63,8 +76,23 @@ typedef struct StmtInitArg
 Size
 pgss_ng_stmt_shmem_size(void)
 {
-	return add_size(pgss_ng_kind_shmem_size(&stmt_kind_info),
+	Size		size;
+
+	size = add_size(pgss_ng_kind_shmem_size(&stmt_kind_info),
 					MAXALIGN(sizeof(PgssNgInfo)));
+	return add_size(size, pgss_ng_qtext_shmem_size());
+}
+
+/*
+ * pgss_ng_stmt_shmem_request
+ *		Request the named LWLocks of the statement kind and its text arena
+ *		(shmem_request_hook).
+ */
+void
+pgss_ng_stmt_shmem_request(void)
+{
+	pgss_ng_kind_shmem_request(&stmt_kind_info);
+	pgss_ng_qtext_shmem_request();
 }
 
 /*
@@ -81,13 +109,14 @@ pgss_ng_stmt_shmem_startup(void)
 
 	pgss_ng_kind_shmem_startup(&pgss_ng_stmt_kind, "pgss_ng statements");
 	pgss_ng_stmt_kind.max_entries = pgss_ng_max;
+	pgss_ng_qtext_shmem_startup(pgss_ng_stmt_kind.shared->hash_tranche,
+								(int64) pgss_ng_query_text_memory * 1024);
 
 	pgss_ng_info_shared = ShmemInitStruct("pgss_ng info", sizeof(PgssNgInfo),
 										  &found);
 	if (!found)
 	{
 		SpinLockInit(&pgss_ng_info_shared->mutex);
-		pgss_ng_info_shared->dealloc = 0;
 		pgss_ng_info_shared->dropped = 0;
 		pgss_ng_info_shared->stats_reset = GetCurrentTimestamp();
 	}
@@ -109,8 +138,9 @@ pgss_ng_count_dropped(int64 n)
 
 /*
  * stmt_init
- *		Init callback for a new shared entry: store its query text and its
- *		timestamps.  No lock held.  A text that cannot be stored leaves the
+ *		Init callback for a new shared entry: store its query text (the
+ *		normalized one, or the statement's own part of its source string)
+ *		and its timestamps.  Runs under the kind's alloc lock.  A text that cannot be stored leaves the
  *		entry with query NULL; never raises an ERROR.
  */
 static bool
@@ -118,12 +148,20 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 {
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
 	StmtInitArg *ia = (StmtInitArg *) arg;
+	const char *text = ia->text;
+	int			len = ia->len;
+	TimestampTz now = GetCurrentTimestamp();
 
-	sh->qtext = pgss_ng_qtext_store(kind->area, ia->text, ia->len);
-	sh->qlen = DsaPointerIsValid(sh->qtext) ? ia->len : 0;
-	sh->encoding = ia->encoding;
-	sh->stats_since = ia->now;
-	sh->minmax_stats_since = ia->now;
+	if (!ia->normalized)
+	{
+		int			location = ia->location;
+
+		text = CleanQuerytext(text, &location, &len);
+	}
+	sh->qtext = pgss_ng_qtext_store(kind->area, text, len);
+	sh->encoding = GetDatabaseEncoding();
+	sh->stats_since = now;
+	sh->minmax_stats_since = now;
 	return DsaPointerIsValid(sh->qtext);
 }
 
@@ -218,13 +256,40 @@ merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src)
 /*
  * stmt_flush_pending
  *		Flush callback of the statement kind.  Entry lock held exclusively.
+ *
+ * Returns the uses to add to the entry's usage: one per planning and
+ * execution, less the one its creation already counted when these are the
+ * entry's first (as pg_stat_statements "unsticks" an entry), so that every
+ * statement run once has the same value however its entry was made.
  */
-static void
+static double
 stmt_flush_pending(PgssNgKind *kind, const void *key, void *shared_data,
 				   const void *pending_data)
 {
-	merge_counters((PgssNgStmtShared *) shared_data,
-				   (const PgssNgCounters *) pending_data);
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	const PgssNgCounters *c = (const PgssNgCounters *) pending_data;
+	bool		first = sh->counters.calls[PGSS_NG_PLAN] +
+		sh->counters.calls[PGSS_NG_EXEC] == 0;
+	double		uses = (double) (c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC]);
+
+	merge_counters(sh, c);
+	if (first && uses > 0)
+		uses -= 1;
+	return uses;
+}
+
+/*
+ * stmt_discard_pending
+ *		Discard callback: the entry was evicted while this backend held
+ *		counts for it; count its plannings and executions as dropped.
+ */
+static void
+stmt_discard_pending(PgssNgKind *kind, const void *key,
+					 const void *pending_data)
+{
+	const PgssNgCounters *c = (const PgssNgCounters *) pending_data;
+
+	pgss_ng_count_dropped(c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC]);
 }
 
 /*
@@ -333,21 +398,24 @@ store_internal(const char *query, uint64 queryid, int query_location,
 	if (jstate != NULL && pgss_ng_kind_exists(sk, &key))
 		return;
 
-	query = CleanQuerytext(query, &query_location, &query_len);
-	if (jstate != NULL)
-		norm_query = pgss_ng_normalize_query(jstate, query, query_location,
-											 &query_len);
-	ia.text = norm_query ? norm_query : query;
-	ia.len = query_len;
-	ia.encoding = GetDatabaseEncoding();
-	ia.now = GetCurrentTimestamp();
-
 	if (jstate != NULL)
 	{
+		query = CleanQuerytext(query, &query_location, &query_len);
+		norm_query = pgss_ng_normalize_query(jstate, query, query_location,
+											 &query_len);
+		ia.text = norm_query;
+		ia.location = 0;
+		ia.len = query_len;
+		ia.normalized = true;
 		(void) pgss_ng_kind_create(sk, &key, stmt_init, &ia);
 		pfree(norm_query);
 		return;
 	}
+
+	ia.text = query;
+	ia.location = query_location;
+	ia.len = query_len;
+	ia.normalized = false;
 
 	pending = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia, &result);
 	if (pending == NULL)
@@ -422,7 +490,7 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 /*
  * pgss_ng_flush
  *		Flush this backend's pending statement counters (see
- *		pgss_ng_kind_flush).  Called at the end of each top-level statement
+ *		pgss_ng_kind_flush), then evict if live entries exceed max.  Called at the end of each top-level statement
  *		(force false); the SQL functions call the kind layer directly.  An
  *		ERROR (e.g. a DSM segment that cannot be mapped while freeing) is
  *		caught and logged; what stayed pending is retried next time.
@@ -438,10 +506,114 @@ pgss_ng_flush(bool force)
 	PG_TRY();
 	{
 		pgss_ng_kind_flush(&pgss_ng_stmt_kind, force);
+		/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
+		pgss_ng_kind_evict(&pgss_ng_stmt_kind);
 	}
 	PG_CATCH();
 	{
 		catch_tracking_error(oldcxt, "flush statement statistics");
 	}
 	PG_END_TRY();
+}
+
+/*
+ * One saved statement entry (persist.c writes these records as they are:
+ * the file is only read back by the same format version and PostgreSQL
+ * major version).  qlen bytes of query text follow; qlen -1: no text.
+ */
+typedef struct StmtRecord
+{
+	PgssNgStmtKey key;
+	PgssNgCounters counters;
+	bool		have_minmax[PGSS_NG_NUMKIND];
+	int32		encoding;
+	int32		qlen;
+	TimestampTz stats_since;
+	TimestampTz minmax_stats_since;
+	double		usage;			/* eviction value when saved */
+} StmtRecord;
+
+/* What stmt_restore_init copies into a restored entry. */
+typedef struct StmtRestoreArg
+{
+	const StmtRecord *rec;
+	const char *text;
+} StmtRestoreArg;
+
+/*
+ * stmt_to_serialized
+ *		Append the record of one entry to buf.  Called by persist.c through
+ *		pgss_ng_kind_foreach (entry lock held shared).  Memory: buf's.
+ */
+static void
+stmt_to_serialized(PgssNgKind *kind, const void *key, const void *shared_data,
+				   StringInfo buf)
+{
+	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	StmtRecord	rec;
+	char	   *text = pgss_ng_qtext_copy(kind->area, sh->qtext);
+
+	memset(&rec, 0, sizeof(rec));
+	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
+	rec.counters = sh->counters;
+	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
+	rec.encoding = sh->encoding;
+	rec.qlen = text ? (int32) strlen(text) : -1;
+	rec.stats_since = sh->stats_since;
+	rec.minmax_stats_since = sh->minmax_stats_since;
+	rec.usage = pgss_ng_kind_usage(shared_data);
+
+	appendBinaryStringInfo(buf, (const char *) &rec, sizeof(rec));
+	if (text)
+	{
+		appendBinaryStringInfo(buf, text, rec.qlen);
+		pfree(text);
+	}
+}
+
+/*
+ * stmt_restore_init
+ *		Init callback of a restored entry: counters, timestamps and text as
+ *		saved.  Runs under the kind's alloc lock; never raises an ERROR.
+ */
+static bool
+stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	StmtRestoreArg *ra = (StmtRestoreArg *) arg;
+
+	sh->counters = ra->rec->counters;
+	memcpy(sh->have_minmax, ra->rec->have_minmax, sizeof(sh->have_minmax));
+	sh->encoding = ra->rec->encoding;
+	sh->stats_since = ra->rec->stats_since;
+	sh->minmax_stats_since = ra->rec->minmax_stats_since;
+	sh->qtext = ra->text ?
+		pgss_ng_qtext_store(kind->area, ra->text, ra->rec->qlen) :
+		InvalidDsaPointer;
+	return true;
+}
+
+/*
+ * stmt_from_serialized
+ *		Re-create one entry from a record of len bytes.  Returns false if
+ *		the record is malformed (persist.c then discards the whole file).
+ */
+static bool
+stmt_from_serialized(PgssNgKind *kind, const char *data, Size len)
+{
+	StmtRecord	rec;
+	StmtRestoreArg ra;
+
+	if (len < sizeof(StmtRecord))
+		return false;
+	memcpy(&rec, data, sizeof(StmtRecord));
+	if (rec.qlen < -1 || len != sizeof(StmtRecord) + Max(rec.qlen, 0) ||
+		!PG_VALID_BE_ENCODING(rec.encoding))
+		return false;
+
+	ra.rec = &rec;
+	ra.text = rec.qlen >= 0 ? data + sizeof(StmtRecord) : NULL;
+	(void) pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
+								rec.usage);
+	return true;
 }

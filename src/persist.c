@@ -1,0 +1,497 @@
+/*-------------------------------------------------------------------------
+ *
+ * persist.c
+ *	  Statistics that survive a clean restart: the pgss_ng writer, a
+ *	  background worker that reads the stats file at startup and writes it
+ *	  at a clean shutdown.
+ *
+ * Who and when
+ *	  The postmaster may not attach DSM segments, so it cannot read or write
+ *	  entries that live in the kind's DSA area.  A background worker with
+ *	  shared memory access (no database connection) does it:
+ *	  - at start: if pgss_ng.save is on and PGSS_NG_STAT_FILE exists, it
+ *		reads the whole file, removes it, checks it (size, magic number,
+ *		format version, PostgreSQL major version, CRC-32C) and re-creates
+ *		the entries, most valuable first, at most pgss_ng.max of them.  A
+ *		bad file gives one WARNING naming it and the reason; statistics
+ *		then start empty.  Because the file is removed once read, a crash
+ *		or an immediate shutdown later leaves none: statistics start empty
+ *		then, like PostgreSQL's own.
+ *	  - on SIGTERM (smart or fast shutdown; the postmaster sends it to
+ *		background workers once the client backends are gone or going): it
+ *		waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
+ *		has flushed its pending counts and detached, then writes the file
+ *		under a temporary name, fsyncs it and renames it durably.  With
+ *		pgss_ng.save off it removes any old file instead.
+ *	  - on SIGQUIT (immediate shutdown, crash of another process) it exits
+ *		at once, writing nothing.
+ *
+ * File format (all integers in the machine's byte order):
+ *	  uint32 magic, uint32 format version, uint32 PostgreSQL major version,
+ *	  uint32 length of the info block, the info block (PersistInfo),
+ *	  uint32 number of records, then per record uint32 length + the kind's
+ *	  serialized entry (to_serialized_cb), and last the CRC-32C of all the
+ *	  bytes before it.
+ *
+ * Locking: reading entries takes the kind layer's locks (foreach); the
+ * writer runs when no client backend is left, the reader before most of
+ * them start.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/pg_crc32c.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "pgss_ng.h"
+
+#define PGSS_NG_STAT_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/pgss_ng.stat"
+#define PGSS_NG_STAT_TMPFILE	PGSS_NG_STAT_FILE ".tmp"
+#define PGSS_NG_FILE_MAGIC		0x50474E47	/* "PGNG" */
+#define PGSS_NG_FILE_VERSION	1
+
+/* Longest the writer waits for backends to flush and detach (ms). */
+#define PGSS_NG_WRITER_WAIT_MS	30000
+
+/* Extension-wide counters saved with the entries. */
+typedef struct PersistInfo
+{
+	int64		dealloc;
+	int64		dropped;
+	int64		backstop_skips;
+	TimestampTz stats_reset;
+} PersistInfo;
+
+/* One serialized entry, for sorting by value before writing. */
+typedef struct SavedEntry
+{
+	double		usage;
+	int			offset;			/* into the records buffer */
+	int			len;
+} SavedEntry;
+
+typedef struct WriteState
+{
+	StringInfoData records;
+	SavedEntry *entries;
+	int			n;
+	int			size;
+} WriteState;
+
+static volatile sig_atomic_t shutdown_requested = false;
+
+PGDLLEXPORT void pgss_ng_writer_main(Datum main_arg);
+
+/*
+ * pgss_ng_register_writer
+ *		Register the writer worker (from _PG_init, while preloading).
+ */
+void
+pgss_ng_register_writer(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "pgss_ng", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "pgss_ng_writer_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "pgss_ng writer", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "pgss_ng writer", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * collect_entry
+ *		foreach visitor: serialize one entry and remember its usage.
+ *		Entry lock held shared.  Memory: the writer's context.
+ */
+static void
+collect_entry(PgssNgKind *kind, const void *key, const void *shared_data,
+			  void *arg)
+{
+	WriteState *ws = (WriteState *) arg;
+	int			start = ws->records.len;
+
+	kind->info->to_serialized_cb(kind, key, shared_data, &ws->records);
+	if (ws->n == ws->size)
+	{
+		ws->size *= 2;
+		ws->entries = repalloc(ws->entries, sizeof(SavedEntry) * ws->size);
+	}
+	ws->entries[ws->n].usage = pgss_ng_kind_usage(shared_data);
+	ws->entries[ws->n].offset = start;
+	ws->entries[ws->n].len = ws->records.len - start;
+	ws->n++;
+}
+
+static int
+saved_entry_cmp(const void *a, const void *b)
+{
+	double		ua = ((const SavedEntry *) a)->usage;
+	double		ub = ((const SavedEntry *) b)->usage;
+
+	return ua > ub ? -1 : (ua < ub ? 1 : 0);
+}
+
+static void
+append_uint32(StringInfo buf, uint32 v)
+{
+	appendBinaryStringInfo(buf, (const char *) &v, sizeof(v));
+}
+
+/*
+ * write_stats_file
+ *		Write every entry and the info counters to PGSS_NG_STAT_FILE,
+ *		most valuable entries first: build the file in memory, write it to
+ *		a temporary name, fsync, rename durably.  Failures are logged
+ *		(LOG) and leave no file behind.  Memory: CurrentMemoryContext.
+ */
+static void
+write_stats_file(void)
+{
+	PgssNgKind *kind = &pgss_ng_stmt_kind;
+	WriteState	ws;
+	StringInfoData file;
+	PersistInfo info;
+	PgssNgKindCounters kc;
+	pg_crc32c	crc;
+	int			fd;
+	int			i;
+
+	ws.size = 256;
+	ws.n = 0;
+	ws.entries = palloc(sizeof(SavedEntry) * ws.size);
+	initStringInfo(&ws.records);
+	pgss_ng_kind_foreach(kind, collect_entry, &ws);
+	qsort(ws.entries, ws.n, sizeof(SavedEntry), saved_entry_cmp);
+
+	pgss_ng_kind_counters(kind, &kc);
+	memset(&info, 0, sizeof(info));
+	info.dealloc = kc.dealloc;
+	info.backstop_skips = kc.backstop_skips;
+	SpinLockAcquire(&pgss_ng_info_shared->mutex);
+	info.dropped = pgss_ng_info_shared->dropped;
+	info.stats_reset = pgss_ng_info_shared->stats_reset;
+	SpinLockRelease(&pgss_ng_info_shared->mutex);
+
+	initStringInfo(&file);
+	append_uint32(&file, PGSS_NG_FILE_MAGIC);
+	append_uint32(&file, PGSS_NG_FILE_VERSION);
+	append_uint32(&file, PG_VERSION_NUM / 10000);
+	append_uint32(&file, sizeof(info));
+	appendBinaryStringInfo(&file, (const char *) &info, sizeof(info));
+	append_uint32(&file, ws.n);
+	for (i = 0; i < ws.n; i++)
+	{
+		append_uint32(&file, ws.entries[i].len);
+		appendBinaryStringInfo(&file, ws.records.data + ws.entries[i].offset,
+							   ws.entries[i].len);
+	}
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, file.data, file.len);
+	FIN_CRC32C(crc);
+	appendBinaryStringInfo(&file, (const char *) &crc, sizeof(crc));
+
+	fd = OpenTransientFile(PGSS_NG_STAT_TMPFILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", PGSS_NG_STAT_TMPFILE)));
+		return;
+	}
+	errno = 0;
+	if (write(fd, file.data, file.len) != file.len || pg_fsync(fd) != 0)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", PGSS_NG_STAT_TMPFILE)));
+		CloseTransientFile(fd);
+		unlink(PGSS_NG_STAT_TMPFILE);
+		return;
+	}
+	if (CloseTransientFile(fd) != 0)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", PGSS_NG_STAT_TMPFILE)));
+		unlink(PGSS_NG_STAT_TMPFILE);
+		return;
+	}
+	if (durable_rename(PGSS_NG_STAT_TMPFILE, PGSS_NG_STAT_FILE, LOG) != 0)
+		unlink(PGSS_NG_STAT_TMPFILE);
+}
+
+/*
+ * bad_file
+ *		Log the one WARNING for an unusable stats file.
+ */
+static void
+bad_file(const char *reason)
+{
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("pgss_ng ignored statistics file \"%s\": %s",
+					PGSS_NG_STAT_FILE, reason),
+			 errdetail("Statistics start empty.")));
+}
+
+/*
+ * read_uint32
+ *		Read a uint32 at *pos of a buffer of len bytes; false past its end.
+ */
+static bool
+read_uint32(const char *data, Size len, Size *pos, uint32 *v)
+{
+	if (len - *pos < sizeof(uint32))
+		return false;
+	memcpy(v, data + *pos, sizeof(uint32));
+	*pos += sizeof(uint32);
+	return true;
+}
+
+/*
+ * load_stats_file
+ *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
+ *		holds.  A file that fails any check is reported (bad_file) and
+ *		ignored as a whole: nothing of it is loaded.  Records beyond
+ *		pgss_ng.max (the file is sorted by value) are skipped.
+ *		Memory: CurrentMemoryContext.  Errors: none of its own; unreadable
+ *		files are reported as WARNING.
+ */
+static void
+load_stats_file(void)
+{
+	PgssNgKind *kind = &pgss_ng_stmt_kind;
+	struct stat st;
+	int			fd;
+	char	   *data;
+	Size		len;
+	Size		pos = 0;
+	uint32		magic,
+				version,
+				major,
+				infolen,
+				nrec,
+				i;
+	PersistInfo info;
+	pg_crc32c	crc,
+				filecrc;
+	Size		loaded = 0;
+
+	fd = OpenTransientFile(PGSS_NG_STAT_FILE, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+	{
+		if (errno != ENOENT)
+			bad_file(psprintf("could not open it: %m"));
+		return;
+	}
+	if (fstat(fd, &st) != 0)
+	{
+		bad_file(psprintf("could not stat it: %m"));
+		CloseTransientFile(fd);
+		unlink(PGSS_NG_STAT_FILE);
+		return;
+	}
+	len = (Size) st.st_size;
+	data = palloc_extended(Max(len, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (data == NULL || read(fd, data, len) != (ssize_t) len)
+	{
+		bad_file(data == NULL ? "it is too large" : "it could not be read");
+		CloseTransientFile(fd);
+		unlink(PGSS_NG_STAT_FILE);
+		return;
+	}
+	CloseTransientFile(fd);
+	/* never read the same file twice: after a crash, start empty */
+	unlink(PGSS_NG_STAT_FILE);
+
+	if (len < 6 * sizeof(uint32) + sizeof(pg_crc32c))
+	{
+		bad_file(len == 0 ? "it is empty" : "it is truncated");
+		return;
+	}
+	memcpy(&filecrc, data + len - sizeof(pg_crc32c), sizeof(pg_crc32c));
+	len -= sizeof(pg_crc32c);
+
+	read_uint32(data, len, &pos, &magic);
+	read_uint32(data, len, &pos, &version);
+	read_uint32(data, len, &pos, &major);
+	if (magic != PGSS_NG_FILE_MAGIC)
+	{
+		bad_file("wrong magic number");
+		return;
+	}
+	if (version != PGSS_NG_FILE_VERSION)
+	{
+		bad_file(psprintf("format version %u, expected %u",
+						  version, PGSS_NG_FILE_VERSION));
+		return;
+	}
+	if (major != PG_VERSION_NUM / 10000)
+	{
+		bad_file(psprintf("written by PostgreSQL %u, this is %d",
+						  major, PG_VERSION_NUM / 10000));
+		return;
+	}
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, len);
+	FIN_CRC32C(crc);
+	if (!EQ_CRC32C(crc, filecrc))
+	{
+		bad_file("checksum mismatch");
+		return;
+	}
+	if (!read_uint32(data, len, &pos, &infolen) || infolen != sizeof(info) ||
+		len - pos < sizeof(info))
+	{
+		bad_file("bad info block");
+		return;
+	}
+	memcpy(&info, data + pos, sizeof(info));
+	pos += sizeof(info);
+	if (!read_uint32(data, len, &pos, &nrec))
+	{
+		bad_file("it is truncated");
+		return;
+	}
+
+	/* check every record's framing before creating anything */
+	{
+		Size		p = pos;
+
+		for (i = 0; i < nrec; i++)
+		{
+			uint32		reclen;
+
+			if (!read_uint32(data, len, &p, &reclen) || len - p < reclen)
+			{
+				bad_file("it is truncated");
+				return;
+			}
+			p += reclen;
+		}
+		if (p != len)
+		{
+			bad_file("trailing bytes after the last entry");
+			return;
+		}
+	}
+
+	for (i = 0; i < nrec && loaded < (Size) kind->max_entries; i++)
+	{
+		uint32		reclen = 0;
+
+		(void) read_uint32(data, len, &pos, &reclen);	/* framing checked */
+		if (!kind->info->from_serialized_cb(kind, data + pos, reclen))
+		{
+			bad_file("malformed entry");
+			pgss_ng_kind_drop_matching(kind, NULL, NULL);
+			return;
+		}
+		pos += reclen;
+		loaded++;
+	}
+
+	pgss_ng_kind_restore_counters(kind, info.dealloc, info.backstop_skips);
+	SpinLockAcquire(&pgss_ng_info_shared->mutex);
+	pgss_ng_info_shared->dropped = info.dropped;
+	pgss_ng_info_shared->stats_reset = info.stats_reset;
+	SpinLockRelease(&pgss_ng_info_shared->mutex);
+
+	ereport(LOG,
+			(errmsg("pgss_ng restored %zu statement entries from \"%s\"",
+					loaded, PGSS_NG_STAT_FILE)));
+}
+
+static void
+handle_sigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	shutdown_requested = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * pgss_ng_writer_main
+ *		Entry point of the pgss_ng writer background worker (see the file
+ *		header).  Memory: a context of its own under TopMemoryContext.
+ *		Errors: an ERROR ends the worker (exit code 1, restarted by the
+ *		postmaster), never the server.
+ */
+void
+pgss_ng_writer_main(Datum main_arg)
+{
+	PgssNgKind *kind = &pgss_ng_stmt_kind;
+	MemoryContext cxt;
+	int			waited = 0;
+
+	pqsignal(SIGTERM, handle_sigterm);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	cxt = AllocSetContextCreate(TopMemoryContext, "pgss_ng writer",
+								ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+
+	if (!pgss_ng_kind_attach(kind))
+		proc_exit(0);
+
+	if (pgss_ng_save)
+		load_stats_file();
+	else
+		unlink(PGSS_NG_STAT_FILE);
+	MemoryContextReset(cxt);
+
+	while (!shutdown_requested)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+
+	/* let every backend flush its pending counts and detach */
+	while (pgss_ng_kind_attached(kind) > 1 && waited < PGSS_NG_WRITER_WAIT_MS)
+	{
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		waited += 10;
+	}
+	if (pgss_ng_kind_attached(kind) > 1)
+		ereport(LOG,
+				(errmsg("pgss_ng writer saves statistics while %u processes are still attached",
+						pgss_ng_kind_attached(kind) - 1)));
+
+	if (pgss_ng_save)
+		write_stats_file();
+	else
+		unlink(PGSS_NG_STAT_FILE);
+
+	proc_exit(0);
+}
