@@ -359,6 +359,31 @@ forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
 }
 
 /*
+ * pgss_ng_swallow_error
+ *		Turn the ERROR being handled into a LOG line ("pgss_ng could not
+ *		<what>: <message>") and clear it.
+ *
+ * For the PG_CATCH blocks of statistics code that runs inside a user's
+ * statement.  That code is only entered with no LWLock held (hooks), so
+ * LWLockReleaseAll() releases exactly the locks it took (partition, entry,
+ * alloc, qtext...).  Memory: switches back to oldcxt; the error data is
+ * freed.
+ */
+void
+pgss_ng_swallow_error(MemoryContext oldcxt, const char *what)
+{
+	ErrorData  *edata;
+
+	LWLockReleaseAll();
+	MemoryContextSwitchTo(oldcxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	ereport(LOG,
+			(errmsg("pgss_ng could not %s: %s", what, edata->message)));
+	FreeErrorData(edata);
+}
+
+/*
  * insert_guarded
  *		dshash_find_or_insert() that cannot throw into the caller.
  *
@@ -380,17 +405,7 @@ insert_guarded(PgssNgKind *kind, const void *key, bool *found)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		LWLockReleaseAll();
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		ereport(LOG,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("%s could not create a statistics entry: %s",
-						kind->info->name, edata->message)));
-		FreeErrorData(edata);
+		pgss_ng_swallow_error(oldcxt, "create a statistics entry");
 		he = NULL;
 	}
 	PG_END_TRY();

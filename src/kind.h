@@ -205,6 +205,9 @@ typedef enum PgssNgCreateResult
 	PGSS_NG_OUT_OF_MEMORY		/* shared memory could not be allocated */
 } PgssNgCreateResult;
 
+/* error containment for code running inside a user's statement */
+extern void pgss_ng_swallow_error(MemoryContext oldcxt, const char *what);
+
 /* setup, in the postmaster */
 extern void pgss_ng_kind_shmem_request(const PgssNgKindInfo *info);
 extern Size pgss_ng_kind_shmem_size(const PgssNgKindInfo *info);

@@ -76,6 +76,22 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 #define pgss_ng_handled_utility(n) \
 	(!IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt) && !IsA(n, DeallocateStmt))
 
+/*
+ * Resource usage of a planning or utility statement, measured around the
+ * call: start values, then the differences.  Times in ms.
+ */
+typedef struct UsageMeasure
+{
+	instr_time	start;
+	BufferUsage bufusage_start;
+	WalUsage	walusage_start;
+	double		duration_ms;
+	BufferUsage bufusage;
+	WalUsage	walusage;
+} UsageMeasure;
+
+static void usage_start(UsageMeasure *m);
+static void usage_stop(UsageMeasure *m);
 static void pgss_ng_assign_max(int newval, void *extra);
 static void pgss_ng_shmem_request(void);
 static void pgss_ng_shmem_startup(void);
@@ -195,6 +211,34 @@ _PG_init(void)
 }
 
 /*
+ * usage_start / usage_stop
+ *		Measure the wall time (ms), buffer and WAL usage of a call made
+ *		between them, from the backend's cumulative counters.
+ */
+static void
+usage_start(UsageMeasure *m)
+{
+	m->bufusage_start = pgBufferUsage;
+	m->walusage_start = pgWalUsage;
+	INSTR_TIME_SET_CURRENT(m->start);
+}
+
+static void
+usage_stop(UsageMeasure *m)
+{
+	instr_time	duration;
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, m->start);
+	m->duration_ms = INSTR_TIME_GET_MILLISEC(duration);
+
+	memset(&m->bufusage, 0, sizeof(BufferUsage));
+	BufferUsageAccumDiff(&m->bufusage, &pgBufferUsage, &m->bufusage_start);
+	memset(&m->walusage, 0, sizeof(WalUsage));
+	WalUsageAccumDiff(&m->walusage, &pgWalUsage, &m->walusage_start);
+}
+
+/*
  * pgss_ng_assign_max
  *		GUC assign hook of pgss_ng.max, in every process that (re)loads the
  *		configuration: the statement kind evicts down to the new value at
@@ -271,6 +315,34 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 }
 
 /*
+ * next_planner / next_ProcessUtility
+ *		Call the next hook in the chain, or the standard function.
+ */
+static PlannedStmt *
+next_planner(Query *parse, const char *query_string, int cursorOptions,
+			 ParamListInfo boundParams)
+{
+	if (prev_planner_hook)
+		return prev_planner_hook(parse, query_string, cursorOptions,
+								 boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+static void
+next_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
  * pgss_ng_planner
  *		Time the planning of tracked statements when track_planning is on.
  *		Duration in ms; buffer and WAL usage of the planning itself.
@@ -280,38 +352,22 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 				ParamListInfo boundParams)
 {
 	PlannedStmt *result;
-	instr_time	start;
-	instr_time	duration;
-	BufferUsage bufusage_start,
-				bufusage;
-	WalUsage	walusage_start,
-				walusage;
+	UsageMeasure m;
 
 	if (!(pgss_ng_info_shared != NULL &&
 		  pgss_ng_enabled(plan_nested_level + exec_nested_level) &&
 		  pgss_ng_track_planning && query_string &&
 		  parse->queryId != UINT64CONST(0)))
 	{
-		if (prev_planner_hook)
-			return prev_planner_hook(parse, query_string, cursorOptions,
-									 boundParams);
-		return standard_planner(parse, query_string, cursorOptions,
-								boundParams);
+		return next_planner(parse, query_string, cursorOptions, boundParams);
 	}
 
-	bufusage_start = pgBufferUsage;
-	walusage_start = pgWalUsage;
-	INSTR_TIME_SET_CURRENT(start);
+	usage_start(&m);
 
 	plan_nested_level++;
 	PG_TRY();
 	{
-		if (prev_planner_hook)
-			result = prev_planner_hook(parse, query_string, cursorOptions,
-									   boundParams);
-		else
-			result = standard_planner(parse, query_string, cursorOptions,
-									  boundParams);
+		result = next_planner(parse, query_string, cursorOptions, boundParams);
 	}
 	PG_FINALLY();
 	{
@@ -319,18 +375,10 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 	PG_END_TRY();
 
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, start);
-
-	memset(&bufusage, 0, sizeof(BufferUsage));
-	BufferUsageAccumDiff(&bufusage, &pgBufferUsage, &bufusage_start);
-	memset(&walusage, 0, sizeof(WalUsage));
-	WalUsageAccumDiff(&walusage, &pgWalUsage, &walusage_start);
-
+	usage_stop(&m);
 	pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
 				  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
-				  INSTR_TIME_GET_MILLISEC(duration), 0,
-				  &bufusage, &walusage, NULL, NULL);
+				  m.duration_ms, 0, &m.bufusage, &m.walusage, NULL, NULL);
 
 	return result;
 }
@@ -468,25 +516,16 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	int			saved_stmt_location = pstmt->stmt_location;
 	int			saved_stmt_len = pstmt->stmt_len;
 	bool		tracked;
-	instr_time	start;
-	instr_time	duration;
 	uint64		rows;
-	BufferUsage bufusage_start,
-				bufusage;
-	WalUsage	walusage_start,
-				walusage;
+	UsageMeasure m;
 
 	tracked = pgss_ng_info_shared != NULL &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
 
 	if (!tracked || !pgss_ng_handled_utility(parsetree))
 	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
+		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
 		if (tracked)
 			pstmt->queryId = UINT64CONST(0);
 		/* e.g. a DO block not recorded itself, whose statements were */
@@ -495,19 +534,13 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
-	bufusage_start = pgBufferUsage;
-	walusage_start = pgWalUsage;
-	INSTR_TIME_SET_CURRENT(start);
+	usage_start(&m);
 
 	exec_nested_level++;
 	PG_TRY();
 	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
+		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
 	}
 	PG_FINALLY();
 	{
@@ -516,8 +549,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_END_TRY();
 
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, start);
+	usage_stop(&m);
 
 	if (qc && (qc->commandTag == CMDTAG_COPY ||
 			   qc->commandTag == CMDTAG_FETCH ||
@@ -527,15 +559,9 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	else
 		rows = 0;
 
-	memset(&bufusage, 0, sizeof(BufferUsage));
-	BufferUsageAccumDiff(&bufusage, &pgBufferUsage, &bufusage_start);
-	memset(&walusage, 0, sizeof(WalUsage));
-	WalUsageAccumDiff(&walusage, &pgWalUsage, &walusage_start);
-
 	pgss_ng_store(queryString, saved_queryId, saved_stmt_location,
 				  saved_stmt_len, PGSS_NG_EXEC, exec_nested_level == 0,
-				  INSTR_TIME_GET_MILLISEC(duration), rows,
-				  &bufusage, &walusage, NULL, NULL);
+				  m.duration_ms, rows, &m.bufusage, &m.walusage, NULL, NULL);
 
 	if (exec_nested_level == 0)
 		pgss_ng_flush(false);

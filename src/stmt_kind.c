@@ -427,30 +427,6 @@ store_internal(const char *query, uint64 queryid, int query_location,
 }
 
 /*
- * catch_tracking_error
- *		Turn an ERROR raised while tracking into a LOG line.
- *
- * Called in PG_CATCH of the tracking entry points.  Tracking runs only
- * from hooks, which are never entered with an LWLock held, so
- * LWLockReleaseAll() releases exactly the locks of this module (a dshash
- * partition lock, an entry lock).  Memory: switches back to the caller's
- * context; the error data is freed.
- */
-static void
-catch_tracking_error(MemoryContext oldcxt, const char *what)
-{
-	ErrorData  *edata;
-
-	LWLockReleaseAll();
-	MemoryContextSwitchTo(oldcxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	ereport(LOG,
-			(errmsg("pgss_ng could not %s: %s", what, edata->message)));
-	FreeErrorData(edata);
-}
-
-/*
  * pgss_ng_store
  *		Record a planning or execution of a statement (or, with jstate,
  *		make its entry with the normalized text).  Called from the hooks.
@@ -480,7 +456,7 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 	}
 	PG_CATCH();
 	{
-		catch_tracking_error(oldcxt, "record a statement");
+		pgss_ng_swallow_error(oldcxt, "record a statement");
 		if (jstate == NULL)
 			pgss_ng_count_dropped(1);
 	}
@@ -511,7 +487,7 @@ pgss_ng_flush(bool force)
 	}
 	PG_CATCH();
 	{
-		catch_tracking_error(oldcxt, "flush statement statistics");
+		pgss_ng_swallow_error(oldcxt, "flush statement statistics");
 	}
 	PG_END_TRY();
 }
