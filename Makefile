@@ -39,6 +39,9 @@ ENCODING = UTF8
 # Only so that "make clean" removes tmp_check/.
 TAP_TESTS = 1
 
+# Isolation tests: one per specs/NAME.spec (compared with expected/NAME.out).
+ISOLATION_TESTS = $(sort $(patsubst specs/%.spec,%,$(wildcard specs/*.spec)))
+
 # Rebuild objects when a header they include changes.
 override autodepend = yes
 
@@ -50,9 +53,26 @@ PG_REGRESS_BIN = $(pgxsdir)/src/test/regress/pg_regress
 PROVE_FLAGS ?= --verbose --timer
 EXTRA_CLEAN += regression.out
 
-.PHONY: test check-regress check-tap
+PG_ISOLATION_BIN = $(pgxsdir)/src/test/isolation/pg_isolation_regress
+EXTRA_CLEAN += output_iso
 
-test: check-regress check-tap
+.PHONY: test check-regress check-isolation check-tap
+
+test: check-regress check-isolation check-tap
+
+check-isolation:
+ifneq ($(strip $(ISOLATION_TESTS)),)
+	rm -rf '$(CURDIR)'/tmp_check_iso output_iso
+	$(PG_ISOLATION_BIN) \
+	  --temp-instance='$(CURDIR)'/tmp_check_iso \
+	  --temp-config=$(srcdir)/sql/pgss_ng.conf \
+	  --bindir='$(bindir)' \
+	  --inputdir=$(srcdir) --outputdir='$(CURDIR)'/output_iso \
+	  $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS) \
+	  $(ISOLATION_TESTS)
+else
+	@echo "check-isolation: no specs/*.spec, nothing to run"
+endif
 
 check-regress:
 ifneq ($(strip $(REGRESS)),)

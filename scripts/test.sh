@@ -3,7 +3,8 @@
 # the extension, then, as the unprivileged "postgres" user in a throwaway copy
 # of this tree, run
 #   (a) the pg_regress suite (sql/*.sql vs expected/*.out)  -- make check-regress
-#   (b) the TAP suite (t/*.pl)                               -- make check-tap
+#   (b) the isolation suite (specs/*.spec)                   -- make check-isolation
+#   (c) the TAP suite (t/*.pl)                               -- make check-tap
 # Each suite starts its own temporary server(s). Run as root.
 # The last line printed is "N passed, N failed" (regression tests + TAP files).
 set -euo pipefail
@@ -51,37 +52,49 @@ passed=0
 failed=0
 status=0
 
-# ---------------------------------------------------------------- pg_regress
-read -r -a REGRESS_TESTS <<< "$(make_var REGRESS)"
-if [ ${#REGRESS_TESTS[@]} -eq 0 ]; then
-    echo "=== test: no sql/*.sql: skipping the regression suite"
-else
-    echo "=== test: regression suite (${#REGRESS_TESTS[@]} tests): ${REGRESS_TESTS[*]}"
-    rc=0
-    as_pg make PG_CONFIG="$PG_CONFIG" check-regress 2>&1 | tee "$WORK/check-regress.log" || rc=$?
-    r_ok=$(grep -cE ' \.\.\. ok( |$)' "$WORK/check-regress.log" || true)
-    r_bad=$(grep -cE ' \.\.\. (FAILED|failed)' "$WORK/check-regress.log" || true)
-    if [ "$rc" -ne 0 ] && [ $((r_ok + r_bad)) -lt ${#REGRESS_TESTS[@]} ]; then
-        # pg_regress stopped early (initdb or server start failed, ...)
-        r_bad=$(( ${#REGRESS_TESTS[@]} - r_ok ))
+# ------------------------------------------------- pg_regress, isolation
+# run_regress_suite LABEL TARGET MAKEVAR OUTDIR SRC
+#   Runs "make TARGET" (a pg_regress-style suite whose test names are the
+#   Makefile variable MAKEVAR), counts its ok/failed tests, and on failure
+#   prints OUTDIR/regression.diffs and the server log.
+run_regress_suite() {
+    local label=$1 target=$2 var=$3 outdir=$4 src=$5 rc=0 r_ok r_bad
+    local -a tests
+    read -r -a tests <<< "$(make_var "$var")"
+    if [ ${#tests[@]} -eq 0 ]; then
+        echo "=== test: no $src: skipping the $label suite"
+        return
+    fi
+    echo "=== test: $label suite (${#tests[@]} tests): ${tests[*]}"
+    as_pg make PG_CONFIG="$PG_CONFIG" "$target" 2>&1 | tee "$WORK/$target.log" || rc=$?
+    r_ok=$(grep -cE ' \.\.\. ok( |$)' "$WORK/$target.log" || true)
+    r_bad=$(grep -cE ' \.\.\. (FAILED|failed)' "$WORK/$target.log" || true)
+    if [ "$rc" -ne 0 ] && [ $((r_ok + r_bad)) -lt ${#tests[@]} ]; then
+        # the runner stopped early (initdb or server start failed, ...)
+        r_bad=$(( ${#tests[@]} - r_ok ))
     fi
     passed=$((passed + r_ok))
     failed=$((failed + r_bad))
     if [ "$rc" -ne 0 ] || [ "$r_bad" -ne 0 ]; then
         status=1
-        echo "=== test: regression suite FAILED"
-        if [ -s "$WORK/regression.diffs" ]; then
-            echo "--- regression.diffs (first 1000 lines)"
-            head -n 1000 "$WORK/regression.diffs"
+        echo "=== test: $label suite FAILED"
+        if [ -s "$outdir/regression.diffs" ]; then
+            echo "--- $label regression.diffs (first 1000 lines)"
+            head -n 1000 "$outdir/regression.diffs"
         fi
-        if [ -f "$WORK/tmp_check/log/postmaster.log" ]; then
-            echo "--- tmp_check/log/postmaster.log (last 100 lines)"
-            tail -n 100 "$WORK/tmp_check/log/postmaster.log"
-        fi
+        for log in "$WORK"/tmp_check/log/postmaster.log "$WORK"/tmp_check_iso/log/postmaster.log; do
+            if [ -f "$log" ]; then
+                echo "--- $log (last 100 lines)"
+                tail -n 100 "$log"
+            fi
+        done
     else
-        echo "=== test: regression suite passed"
+        echo "=== test: $label suite passed"
     fi
-fi
+}
+
+run_regress_suite regression check-regress REGRESS "$WORK" "sql/*.sql"
+run_regress_suite isolation check-isolation ISOLATION_TESTS "$WORK/output_iso" "specs/*.spec"
 
 # ---------------------------------------------------------------- TAP
 shopt -s nullglob
