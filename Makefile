@@ -23,7 +23,9 @@ EXTENSION = pgss_ng
 DATA = pgss_ng--1.0.sql
 PGFILEDESC = "pgss_ng - scalable tracking of statement statistics"
 
-PG_CPPFLAGS = -I$(srcdir)/src
+# ASSERTS=1 enables the extension's own Assert()s (scripts/test.sh runs
+# the suites once with them).
+PG_CPPFLAGS = -I$(srcdir)/src $(if $(ASSERTS),-DUSE_ASSERT_CHECKING)
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 SHLIB_LINK = -lxxhash
 

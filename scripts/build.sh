@@ -12,12 +12,17 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+# PGSS_NG_ASSERTS=1: enable the extension's own Assert()s
+# (-DUSE_ASSERT_CHECKING); objects are rebuilt from scratch either way, as
+# they do not depend on that flag.
+ASSERTS=${PGSS_NG_ASSERTS:-}
 JOBS=$(nproc 2>/dev/null || echo 2)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-echo "build: make (PG_CONFIG=$PG_CONFIG)"
-if ! make -j"$JOBS" PG_CONFIG="$PG_CONFIG" 2>&1 | tee "$log"; then
+echo "build: make (PG_CONFIG=$PG_CONFIG${ASSERTS:+, assertions enabled})"
+make -s PG_CONFIG="$PG_CONFIG" clean
+if ! make -j"$JOBS" PG_CONFIG="$PG_CONFIG" ASSERTS="$ASSERTS" 2>&1 | tee "$log"; then
     echo "build: FAILED" >&2
     exit 1
 fi

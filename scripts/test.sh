@@ -20,17 +20,13 @@ fi
 PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 PGBIN=/usr/lib/postgresql/15/bin
 
+# The suites run twice: first against a build with the extension's own
+# assertions enabled (-DUSE_ASSERT_CHECKING), then against the normal build,
+# which stays installed.  PGSS_NG_PASSES="release" runs only the latter.
+PASSES=${PGSS_NG_PASSES:-assert release}
+
 echo "=== test: installing dependencies"
 bash scripts/install-deps.sh
-echo "=== test: building and installing pgss_ng"
-bash scripts/build.sh
-
-# A copy of the tree that postgres can write (the checkout may not even be
-# reachable by postgres). Kept if something fails, removed otherwise.
-WORK=$(mktemp -d /tmp/pgss_ng_test.XXXXXX)
-tar -C "$SRC" --exclude=./.git -cf - . | tar -C "$WORK" -xf -
-chown -R postgres:postgres "$WORK"
-echo "=== test: work tree $WORK (owned by postgres)"
 
 # Run a command as postgres in $WORK, with a clean PG* environment.
 as_pg() {
@@ -93,63 +89,89 @@ run_regress_suite() {
     fi
 }
 
-run_regress_suite regression check-regress REGRESS "$WORK" "sql/*.sql"
-run_regress_suite isolation check-isolation ISOLATION_TESTS "$WORK/output_iso" "specs/*.spec"
 
 # ---------------------------------------------------------------- TAP
-shopt -s nullglob
-TAP_FILES=("$WORK"/t/*.pl)
-shopt -u nullglob
-if [ ${#TAP_FILES[@]} -eq 0 ]; then
-    echo "=== test: no t/*.pl: skipping the TAP suite"
-else
-    echo "=== test: TAP suite (${#TAP_FILES[@]} files)"
-    rc=0
-    as_pg make PG_CONFIG="$PG_CONFIG" PROVE_FLAGS="--verbose --timer" check-tap \
-        2>&1 | tee "$WORK/check-tap.log" || rc=$?
-    t_total=${#TAP_FILES[@]}
-    bad_files=()
-    if grep -qE '^Files=[0-9]+, Tests=' "$WORK/check-tap.log"; then
-        t_total=$(sed -nE 's/^Files=([0-9]+), Tests=.*/\1/p' "$WORK/check-tap.log" | tail -n 1)
-        read -r -a bad_files <<< "$(sed -n '/^Test Summary Report/,$p' "$WORK/check-tap.log" \
-                    | awk '/^t\/[^ ]+\.pl +\(/ {print $1}' | sort -u | tr '\n' ' ')"
-        t_bad=${#bad_files[@]}
+run_tap_suite() {
+    shopt -s nullglob
+    TAP_FILES=("$WORK"/t/*.pl)
+    shopt -u nullglob
+    if [ ${#TAP_FILES[@]} -eq 0 ]; then
+        echo "=== test: no t/*.pl: skipping the TAP suite"
     else
-        t_bad=$t_total   # prove did not get to its summary
-    fi
-    if [ "$rc" -ne 0 ] && [ "$t_bad" -eq 0 ]; then
-        t_bad=1          # failed, but not attributable to a file
-    fi
-    passed=$((passed + t_total - t_bad))
-    failed=$((failed + t_bad))
-    if [ "$rc" -ne 0 ] || [ "$t_bad" -ne 0 ]; then
-        status=1
-        echo "=== test: TAP suite FAILED"
-        # Logs of the failed files (tmp_check/log/regress_log_NAME and the
-        # server logs NAME_NODE.log), or all logs if that is not known.
-        logs=()
-        if [ ${#bad_files[@]} -gt 0 ]; then
-            for b in "${bad_files[@]}"; do
-                b=$(basename "$b" .pl)
-                logs+=("$WORK/tmp_check/log/regress_log_$b" "$WORK/tmp_check/log/${b}_"*.log)
+        echo "=== test: TAP suite (${#TAP_FILES[@]} files)"
+        rc=0
+        as_pg make PG_CONFIG="$PG_CONFIG" PROVE_FLAGS="--verbose --timer" check-tap \
+            2>&1 | tee "$WORK/check-tap.log" || rc=$?
+        t_total=${#TAP_FILES[@]}
+        bad_files=()
+        if grep -qE '^Files=[0-9]+, Tests=' "$WORK/check-tap.log"; then
+            t_total=$(sed -nE 's/^Files=([0-9]+), Tests=.*/\1/p' "$WORK/check-tap.log" | tail -n 1)
+            read -r -a bad_files <<< "$(sed -n '/^Test Summary Report/,$p' "$WORK/check-tap.log" \
+                        | awk '/^t\/[^ ]+\.pl +\(/ {print $1}' | sort -u | tr '\n' ' ')"
+            t_bad=${#bad_files[@]}
+        else
+            t_bad=$t_total   # prove did not get to its summary
+        fi
+        if [ "$rc" -ne 0 ] && [ "$t_bad" -eq 0 ]; then
+            t_bad=1          # failed, but not attributable to a file
+        fi
+        passed=$((passed + t_total - t_bad))
+        failed=$((failed + t_bad))
+        if [ "$rc" -ne 0 ] || [ "$t_bad" -ne 0 ]; then
+            status=1
+            echo "=== test: TAP suite FAILED"
+            # Logs of the failed files (tmp_check/log/regress_log_NAME and the
+            # server logs NAME_NODE.log), or all logs if that is not known.
+            logs=()
+            if [ ${#bad_files[@]} -gt 0 ]; then
+                for b in "${bad_files[@]}"; do
+                    b=$(basename "$b" .pl)
+                    logs+=("$WORK/tmp_check/log/regress_log_$b" "$WORK/tmp_check/log/${b}_"*.log)
+                done
+            else
+                logs=("$WORK"/tmp_check/log/*)
+            fi
+            for f in "${logs[@]}"; do
+                [ -f "$f" ] || continue
+                echo "--- ${f#"$WORK"/} (last 100 lines)"
+                tail -n 100 "$f"
             done
         else
-            logs=("$WORK"/tmp_check/log/*)
+            echo "=== test: TAP suite passed"
         fi
-        for f in "${logs[@]}"; do
-            [ -f "$f" ] || continue
-            echo "--- ${f#"$WORK"/} (last 100 lines)"
-            tail -n 100 "$f"
-        done
-    else
-        echo "=== test: TAP suite passed"
     fi
-fi
 
-if [ "$status" -eq 0 ]; then
-    rm -rf "$WORK"
-else
-    echo "=== test: FAILED; logs kept in $WORK"
-fi
+}
+
+# ---------------------------------------------------------------- passes
+for pass in $PASSES; do
+    echo "=== test: pass \"$pass\": building and installing pgss_ng"
+    case $pass in
+        assert)  PGSS_NG_ASSERTS=1 bash scripts/build.sh ;;
+        release) bash scripts/build.sh ;;
+        *) echo "test.sh: unknown pass \"$pass\"" >&2; exit 1 ;;
+    esac
+
+    # A copy of the tree that postgres can write (the checkout may not even
+    # be reachable by postgres). Kept if something fails, removed otherwise.
+    WORK=$(mktemp -d /tmp/pgss_ng_test.XXXXXX)
+    tar -C "$SRC" --exclude=./.git -cf - . | tar -C "$WORK" -xf -
+    chown -R postgres:postgres "$WORK"
+    echo "=== test: pass \"$pass\": work tree $WORK (owned by postgres)"
+
+    status_before=$status
+    status=0
+    run_regress_suite regression check-regress REGRESS "$WORK" "sql/*.sql"
+    run_regress_suite isolation check-isolation ISOLATION_TESTS "$WORK/output_iso" "specs/*.spec"
+    run_tap_suite
+    if [ "$status" -eq 0 ]; then
+        rm -rf "$WORK"
+        echo "=== test: pass \"$pass\" passed"
+    else
+        echo "=== test: pass \"$pass\" FAILED; logs kept in $WORK"
+    fi
+    status=$((status | status_before))
+done
+
 echo "$passed passed, $failed failed"
 exit "$status"
