@@ -42,6 +42,7 @@
 #include <xxhash.h>
 
 #include "miscadmin.h"
+#include "replication/walsender.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
@@ -261,7 +262,16 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 	MemoryContextSwitchTo(oldcxt);
 
 	before_shmem_exit(pgss_ng_kind_shutdown, PointerGetDatum(kind));
-	pg_atomic_fetch_add_u32(&kind->shared->nattached, 1);
+
+	/*
+	 * Count the attached processes the persistence writer waits for at
+	 * shutdown.  Not walsenders: PostgreSQL stops them only after the
+	 * background workers, so the writer could not wait for them (they
+	 * flush with a waiting lock at every statement end instead).
+	 */
+	kind->counted_attached = !am_walsender;
+	if (kind->counted_attached)
+		pg_atomic_fetch_add_u32(&kind->shared->nattached, 1);
 	return true;
 }
 
@@ -279,7 +289,8 @@ pgss_ng_kind_shutdown(int code, Datum arg)
 		return;
 
 	pgss_ng_kind_flush(kind, true);
-	pg_atomic_fetch_sub_u32(&kind->shared->nattached, 1);
+	if (kind->counted_attached)
+		pg_atomic_fetch_sub_u32(&kind->shared->nattached, 1);
 
 	kind->detaching = true;
 	dshash_detach(kind->hash);
@@ -389,9 +400,10 @@ pgss_ng_swallow_error(MemoryContext oldcxt, const char *what)
  *
  * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
  * slots exhausted); it leaves the hash consistent but its partition lock(s)
- * held.  The caller holds no other LWLock (see the file header), so
- * LWLockReleaseAll() releases exactly those.  Returns the element with its
- * partition lock held, or NULL after logging the error.
+ * held.  The caller holds only the alloc lock besides (see the file
+ * header), so LWLockReleaseAll() releases exactly those.  Returns the
+ * element with its partition lock held, or NULL after logging the error
+ * (all LWLocks then released, the alloc lock included).
  */
 static void *
 insert_guarded(PgssNgKind *kind, const void *key, bool *found)
@@ -459,10 +471,12 @@ pgss_ng_kind_backstop(PgssNgKind *kind)
  * check the backstop (PGSS_NG_FULL, counted in backstop_skips), allocate
  * the body with DSA_ALLOC_NO_OOM (PGSS_NG_OUT_OF_MEMORY), let init fill it
  * and publish it.  A new entry starts with the given usage (1 for a new
- * statement; what was saved, for a restored one).  If live entries now
- * exceed max, this backend evicts (pgss_ng_kind_evict) after releasing the
- * lock.  Errors: none raised by this layer; an ERROR from init or dsa
- * mapping propagates with the alloc lock held, for the caller's guard.
+ * statement; what was saved, for a restored one).  Before creating, if
+ * live entries exceed max (e.g. after pgss_ng.max was lowered), this
+ * backend evicts first, so that a workload of nothing but new statements
+ * is not stuck at the backstop.  The callers evict again after a creation.
+ * Errors: none raised by this layer; an ERROR from eviction, init or dsa
+ * mapping propagates (locks released by the caller's guard).
  */
 static PgssNgCreateResult
 lookup_or_create(PgssNgKind *kind, const void *key,
@@ -479,6 +493,8 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 
 	if (find_ref(kind, key, want_ref, body_out, shared_out))
 		return PGSS_NG_EXISTS;
+
+	pgss_ng_kind_evict(kind);
 
 	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);
 
@@ -557,8 +573,6 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 
 	*body_out = body;
 	*shared_out = shared;
-
-	pgss_ng_kind_evict(kind);
 	return PGSS_NG_CREATED;
 }
 
@@ -594,8 +608,12 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 {
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
+	PgssNgCreateResult r;
 
-	return lookup_or_create(kind, key, init, arg, false, 1.0, &body, &shared);
+	r = lookup_or_create(kind, key, init, arg, false, 1.0, &body, &shared);
+	if (r == PGSS_NG_CREATED)
+		pgss_ng_kind_evict(kind);
+	return r;
 }
 
 /*
@@ -700,6 +718,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 						 PgssNgInitSharedFn init, void *arg,
 						 PgssNgCreateResult *result)
 {
+	void	   *live;
 	void	   *pe;
 	bool		found;
 	PgssNgPendingHdr *hdr;
@@ -707,11 +726,11 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
 
-	pe = find_live_pending(kind, key);
-	if (pe != NULL)
+	live = find_live_pending(kind, key);
+	if (live != NULL)
 	{
 		*result = PGSS_NG_EXISTS;
-		return PENDING_DATA(kind, pe);
+		return PENDING_DATA(kind, live);
 	}
 
 	if (kind->npending >= kind->info->max_pending &&
@@ -747,6 +766,10 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	hdr->since = GetCurrentTimestamp();
 	memset(PENDING_DATA(kind, pe), 0, kind->info->pending_size);
 	kind->npending++;
+
+	/* only now: an ERROR in eviction must find the reference recorded */
+	if (r == PGSS_NG_CREATED)
+		pgss_ng_kind_evict(kind);
 
 	return PENDING_DATA(kind, pe);
 }
@@ -898,14 +921,16 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 
 /*
  * pgss_ng_kind_restore_counters
- *		Set the event counters to values read back from disk.
+ *		Add the event counters read back from disk (to whatever was counted
+ *		since the start, if anything).
  */
 void
 pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 							  int64 backstop_skips)
 {
-	pg_atomic_write_u64(&kind->shared->dealloc, (uint64) dealloc);
-	pg_atomic_write_u64(&kind->shared->backstop_skips, (uint64) backstop_skips);
+	pg_atomic_fetch_add_u64(&kind->shared->dealloc, (uint64) dealloc);
+	pg_atomic_fetch_add_u64(&kind->shared->backstop_skips,
+							(uint64) backstop_skips);
 }
 
 /*

@@ -145,14 +145,16 @@ typedef struct PgssNgKindInfo
 
 	/*
 	 * Serialize an entry (appending to buf; entry lock held shared) and
-	 * re-create one from its serialized form (false: malformed), for
-	 * persistence across restarts (persist.c).
+	 * re-create one from its serialized form (false: malformed; *restored
+	 * false: well-formed but not created, e.g. the key exists already),
+	 * for persistence across restarts (persist.c).
 	 */
 	void		(*to_serialized_cb) (struct PgssNgKind *kind, const void *key,
 									 const void *shared_data,
 									 StringInfo buf);
 	bool		(*from_serialized_cb) (struct PgssNgKind *kind,
-									   const char *data, Size len);
+									   const char *data, Size len,
+									   bool *restored);
 } PgssNgKindInfo;
 
 /* Kind-wide shared state, in main shared memory. */
@@ -184,14 +186,16 @@ typedef struct PgssNgKind
 	HTAB	   *pending;		/* key -> PgssNgPendingEntry */
 	int			npending;
 	int			max_entries;	/* eviction keeps live entries at or below */
+	bool		counted_attached;	/* counted in shared->nattached */
 	bool		detaching;		/* at exit, after the last flush */
 } PgssNgKind;
 
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
- * query text).  Called without any lock held, before the entry becomes
- * visible; must not raise an ERROR.  Returns false if something could not
- * be stored (the entry is created all the same).
+ * query text).  Called with the kind's <name>_alloc lock held, before the
+ * entry becomes visible; it should not raise an ERROR, but if it does the
+ * body is given back (lookup_or_create).  Returns false if something could
+ * not be stored (the entry is created all the same).
  */
 typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
 									void *arg);

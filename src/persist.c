@@ -296,6 +296,7 @@ load_stats_file(void)
 	pg_crc32c	crc,
 				filecrc;
 	Size		loaded = 0;
+	Size		skipped = 0;
 
 	fd = OpenTransientFile(PGSS_NG_STAT_FILE, O_RDONLY | PG_BINARY);
 	if (fd < 0)
@@ -396,30 +397,41 @@ load_stats_file(void)
 		}
 	}
 
-	for (i = 0; i < nrec && loaded < (Size) kind->max_entries; i++)
+	for (i = 0; i < nrec && loaded + skipped < (Size) kind->max_entries; i++)
 	{
 		uint32		reclen = 0;
+		bool		restored = false;
 
 		(void) read_uint32(data, len, &pos, &reclen);	/* framing checked */
-		if (!kind->info->from_serialized_cb(kind, data + pos, reclen))
+		if (!kind->info->from_serialized_cb(kind, data + pos, reclen,
+											&restored))
 		{
 			bad_file("malformed entry");
 			pgss_ng_kind_drop_matching(kind, NULL, NULL);
 			return;
 		}
 		pos += reclen;
-		loaded++;
+		if (restored)
+			loaded++;
+		else
+			skipped++;
 	}
 
 	pgss_ng_kind_restore_counters(kind, info.dealloc, info.backstop_skips);
 	SpinLockAcquire(&pgss_ng_info_shared->mutex);
-	pgss_ng_info_shared->dropped = info.dropped;
+	pgss_ng_info_shared->dropped += info.dropped;
 	pgss_ng_info_shared->stats_reset = info.stats_reset;
 	SpinLockRelease(&pgss_ng_info_shared->mutex);
 
-	ereport(LOG,
-			(errmsg("pgss_ng restored %zu statement entries from \"%s\"",
-					loaded, PGSS_NG_STAT_FILE)));
+	if (skipped > 0)
+		ereport(LOG,
+				(errmsg("pgss_ng restored %zu statement entries from \"%s\"; %zu more could not be restored",
+						loaded, PGSS_NG_STAT_FILE, skipped),
+				 errdetail("A backend had already made the same entry, or shared memory ran out.")));
+	else
+		ereport(LOG,
+				(errmsg("pgss_ng restored %zu statement entries from \"%s\"",
+						loaded, PGSS_NG_STAT_FILE)));
 }
 
 static void

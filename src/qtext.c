@@ -231,18 +231,24 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 
 /*
  * pgss_ng_qtext_copy
- *		palloc a NUL-terminated copy of a stored text in CurrentMemoryContext;
- *		NULL if there is no text.  No lock (see qtext.h).
+ *		palloc a NUL-terminated copy of a stored text in CurrentMemoryContext
+ *		and set *len to its length in bytes; NULL (and *len 0) if there is
+ *		no text.  No lock (see qtext.h).
  */
 char *
-pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text)
+pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int *len)
 {
 	QtextNode  *node;
+	char	   *copy;
 
+	*len = 0;
 	if (!DsaPointerIsValid(text))
 		return NULL;
 	node = dsa_get_address(area, text);
-	return pnstrdup(node->data, node->len);
+	copy = palloc(node->len + 1);
+	memcpy(copy, node->data, node->len + 1);
+	*len = node->len;
+	return copy;
 }
 
 /*

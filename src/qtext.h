@@ -34,7 +34,7 @@ extern void pgss_ng_qtext_shmem_startup(int hash_tranche, int64 limit_bytes);
 
 extern dsa_pointer pgss_ng_qtext_store(dsa_area *area, const char *text,
 									   int len);
-extern char *pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text);
+extern char *pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int *len);
 extern void pgss_ng_qtext_release(dsa_area *area, dsa_pointer text);
 extern void pgss_ng_qtext_stats(PgssNgQtextStats *stats);
 extern void pgss_ng_qtext_reset_dropped(void);

@@ -45,6 +45,7 @@ typedef struct EntrySnapshot
 	PgssNgStmtKey key;
 	PgssNgStmtShared data;
 	char	   *text;			/* palloc'd copy, or NULL */
+	int			textlen;		/* its length in bytes */
 } EntrySnapshot;
 
 typedef struct SnapshotState
@@ -92,8 +93,10 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	es = &st->entries[st->n++];
 	memcpy(&es->key, key, sizeof(PgssNgStmtKey));
 	es->data = *sh;
-	es->text = st->want_text ?
-		pgss_ng_qtext_copy(kind->area, sh->qtext) : NULL;
+	es->text = NULL;
+	es->textlen = 0;
+	if (st->want_text)
+		es->text = pgss_ng_qtext_copy(kind->area, sh->qtext, &es->textlen);
 }
 
 /*
@@ -135,6 +138,7 @@ pgss_ng(PG_FUNCTION_ARGS)
 	Oid			userid = GetUserId();
 	bool		is_allowed_role;
 	SnapshotState st;
+	PgssNgKindCounters kc;
 	int			n;
 
 	check_loaded();
@@ -144,7 +148,9 @@ pgss_ng(PG_FUNCTION_ARGS)
 
 	pgss_ng_kind_flush(&pgss_ng_stmt_kind, true);
 
-	st.size = 256;
+	/* room for every live entry, so the array is not copied as it grows */
+	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &kc);
+	st.size = (int) kc.entries + 64;
 	st.n = 0;
 	st.entries = palloc(sizeof(EntrySnapshot) * st.size);
 	st.want_text = showtext;
@@ -176,10 +182,13 @@ pgss_ng(PG_FUNCTION_ARGS)
 			values[i++] = Int64GetDatumFast(es->key.queryid);
 			if (showtext && es->text != NULL)
 			{
-				char	   *enc = pg_any_to_server(es->text, strlen(es->text),
+				char	   *enc = pg_any_to_server(es->text, es->textlen,
 												   es->data.encoding);
 
-				values[i++] = CStringGetTextDatum(enc);
+				/* no conversion gives back the same string */
+				values[i++] = PointerGetDatum(enc == es->text ?
+											  cstring_to_text_with_len(enc, es->textlen) :
+											  cstring_to_text(enc));
 			}
 			else
 				nulls[i++] = true;

@@ -17,6 +17,7 @@
 
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "replication/walsender.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
@@ -36,7 +37,8 @@ static void stmt_discard_pending(PgssNgKind *kind, const void *key,
 static void stmt_free(PgssNgKind *kind, void *shared_data);
 static void stmt_to_serialized(PgssNgKind *kind, const void *key,
 							   const void *shared_data, StringInfo buf);
-static bool stmt_from_serialized(PgssNgKind *kind, const char *data, Size len);
+static bool stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
+								 bool *restored);
 
 static const PgssNgKindInfo stmt_kind_info = {
 	.name = "pgss_ng",
@@ -481,7 +483,8 @@ pgss_ng_flush(bool force)
 
 	PG_TRY();
 	{
-		pgss_ng_kind_flush(&pgss_ng_stmt_kind, force);
+		/* walsenders are not waited for at shutdown: never leave anything */
+		pgss_ng_kind_flush(&pgss_ng_stmt_kind, force || am_walsender);
 		/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
 		pgss_ng_kind_evict(&pgss_ng_stmt_kind);
 	}
@@ -527,14 +530,15 @@ stmt_to_serialized(PgssNgKind *kind, const void *key, const void *shared_data,
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	StmtRecord	rec;
-	char	   *text = pgss_ng_qtext_copy(kind->area, sh->qtext);
+	int			qlen;
+	char	   *text = pgss_ng_qtext_copy(kind->area, sh->qtext, &qlen);
 
 	memset(&rec, 0, sizeof(rec));
 	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
 	rec.counters = sh->counters;
 	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
 	rec.encoding = sh->encoding;
-	rec.qlen = text ? (int32) strlen(text) : -1;
+	rec.qlen = text ? qlen : -1;
 	rec.stats_since = sh->stats_since;
 	rec.minmax_stats_since = sh->minmax_stats_since;
 	rec.usage = pgss_ng_kind_usage(shared_data);
@@ -572,10 +576,13 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 /*
  * stmt_from_serialized
  *		Re-create one entry from a record of len bytes.  Returns false if
- *		the record is malformed (persist.c then discards the whole file).
+ *		the record is malformed (persist.c then discards the whole file);
+ *		*restored says whether the entry was made (not if a backend made
+ *		the same key first, or shared memory ran out).
  */
 static bool
-stmt_from_serialized(PgssNgKind *kind, const char *data, Size len)
+stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
+					 bool *restored)
 {
 	StmtRecord	rec;
 	StmtRestoreArg ra;
@@ -589,7 +596,7 @@ stmt_from_serialized(PgssNgKind *kind, const char *data, Size len)
 
 	ra.rec = &rec;
 	ra.text = rec.qlen >= 0 ? data + sizeof(StmtRecord) : NULL;
-	(void) pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
-								rec.usage);
+	*restored = pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
+									 rec.usage) == PGSS_NG_CREATED;
 	return true;
 }
