@@ -24,6 +24,8 @@ PKGS=(
     gcc
     libc6-dev                # only a Recommends of gcc
     pkg-config
+    gnuplot-nox              # bench/: the TPS chart
+    gdb                      # t/060_wait_events.pl holds a backend inside a lock
 )
 
 # Do not let the postgresql-15 package create and start a "main" cluster:
