@@ -1130,3 +1130,28 @@ pgss_ng_kind_attached(PgssNgKind *kind)
 {
 	return pg_atomic_read_u32(&kind->shared->nattached);
 }
+
+/*
+ * pgss_ng_kind_update
+ *		Call update on the data of the live entry for key, with its entry
+ *		lock held exclusively (e.g. to merge counts read back from disk into
+ *		an entry a backend made first).  Returns false if there is no such
+ *		entry.  Locks: the key's partition lock shared, then its entry lock.
+ */
+bool
+pgss_ng_kind_update(PgssNgKind *kind, const void *key, PgssNgResetFn update,
+					void *arg)
+{
+	void	   *he;
+	PgssNgSharedEntry *shared;
+
+	he = dshash_find(kind->hash, key, false);
+	if (he == NULL)
+		return false;
+	shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
+	update(PgssNgSharedData(shared), arg);
+	LWLockRelease(&shared->lock);
+	dshash_release_lock(kind->hash, he);
+	return true;
+}

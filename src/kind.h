@@ -263,6 +263,8 @@ extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
 											   PgssNgInitSharedFn init,
 											   void *arg, double usage);
 extern double pgss_ng_kind_usage(const void *shared_data);
+extern bool pgss_ng_kind_update(PgssNgKind *kind, const void *key,
+								PgssNgResetFn update, void *arg);
 extern uint32 pgss_ng_kind_attached(PgssNgKind *kind);
 
 #endif							/* PGSS_NG_KIND_H */

@@ -574,11 +574,30 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 }
 
 /*
+ * stmt_merge_saved
+ *		Update callback: merge a saved record's counters into an entry that
+ *		a backend made after the start but before the record was read; the
+ *		older stats_since wins.  Entry lock held exclusively.
+ */
+static void
+stmt_merge_saved(void *shared_data, void *arg)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	const StmtRecord *rec = (const StmtRecord *) arg;
+
+	merge_counters(sh, &rec->counters);
+	sh->stats_since = Min(sh->stats_since, rec->stats_since);
+	sh->minmax_stats_since = Min(sh->minmax_stats_since,
+								 rec->minmax_stats_since);
+}
+
+/*
  * stmt_from_serialized
  *		Re-create one entry from a record of len bytes.  Returns false if
  *		the record is malformed (persist.c then discards the whole file);
- *		*restored says whether the entry was made (not if a backend made
- *		the same key first, or shared memory ran out).
+ *		*restored says whether the saved counts are in (merged into the
+ *		entry of a backend that made the same key first, if need be); not
+ *		when the backstop was reached or shared memory ran out.
  */
 static bool
 stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
@@ -596,7 +615,20 @@ stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
 
 	ra.rec = &rec;
 	ra.text = rec.qlen >= 0 ? data + sizeof(StmtRecord) : NULL;
-	*restored = pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
-									 rec.usage) == PGSS_NG_CREATED;
+	switch (pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
+								 rec.usage))
+	{
+		case PGSS_NG_CREATED:
+			*restored = true;
+			break;
+		case PGSS_NG_EXISTS:
+			/* a backend was faster: add the saved counts to its entry */
+			*restored = pgss_ng_kind_update(kind, &rec.key, stmt_merge_saved,
+											&rec);
+			break;
+		default:
+			*restored = false;
+			break;
+	}
 	return true;
 }

@@ -1,0 +1,281 @@
+# The statistics file pg_stat/pgss_ng.stat itself.
+#
+# - Its header: magic "PGNG", format version 1, PostgreSQL major 15, and a
+#   trailing CRC-32C of everything before it (checked here independently).
+# - Damaged files: truncated to half, one byte flipped in the middle, wrong
+#   magic, wrong format version, wrong PostgreSQL major, empty, shorter
+#   than a header, an entry record that is malformed (CRC recomputed so
+#   that only the record is wrong), trailing bytes (CRC recomputed).  For
+#   each, a start gives exactly one WARNING naming the file and the reason,
+#   the server runs, statistics are empty (no row, no entry, no text) and
+#   the file is gone.  The undamaged file, put back, is loaded whole.
+# - A start with pgss_ng.max (100) below the number of saved entries (320)
+#   loads exactly 100, the most valuable first: all 20 hot statements (30
+#   calls each) are kept with their calls, and entries stay <= 100 as new
+#   statements come.
+# - Across 5 clean restarts with the same statements (run again each time)
+#   the file size does not change, and pgss_ng_info (dealloc included)
+#   survives each one.
+#
+# Views are read with pgss_ng.track = none, so reading counts nothing.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('persistence_file');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'pgss_ng'
+pgss_ng.track = all
+pgss_ng.track_utility = on
+pgss_ng.track_planning = off
+pgss_ng.save = on
+pgss_ng.max = 1000
+autovacuum = off
+});
+$node->start;
+
+my $statfile = $node->data_dir . '/pg_stat/pgss_ng.stat';
+
+sub quiet_psql
+{
+	my ($sql) = @_;
+	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
+	return $node->safe_psql('postgres', $sql);
+}
+
+sub snapshot
+{
+	return quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel')
+	  . "\n"
+	  . quiet_psql(
+		'SELECT dealloc, stats_reset, entries, dropped, entries_max, '
+		  . 'backstop_skips, qtext_bytes, qtext_count FROM pgss_ng_info');
+}
+
+# Number of entries the writer logged as restored after log offset $pos.
+sub wait_restored
+{
+	my ($pos) = @_;
+	$node->wait_for_log(qr/pgss_ng restored \d+ statement entries/, $pos);
+	my @n = slurp_file($node->logfile, $pos) =~ /pgss_ng restored (\d+) statement entries/g;
+	is(scalar(@n), 1, 'one "restored" message');
+	return $n[0];
+}
+
+# CRC-32C (Castagnoli, reflected, as PostgreSQL's pg_crc32c).
+my @crc_table;
+for my $i (0 .. 255)
+{
+	my $c = $i;
+	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
+	$crc_table[$i] = $c;
+}
+
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	$crc = $crc_table[ ($crc ^ $_) & 0xFF ] ^ ($crc >> 8) for unpack('C*', $data);
+	return $crc ^ 0xFFFFFFFF;
+}
+
+sub write_file
+{
+	my ($path, $data) = @_;
+	open my $fh, '>:raw', $path or die "could not write $path: $!";
+	print $fh $data;
+	close $fh;
+	chmod 0600, $path;
+}
+
+############################################################################
+# A good file.
+############################################################################
+
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION pgss_ng;
+CREATE TABLE t (a int, b text);
+INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g;
+SELECT count(*) FROM t WHERE a < 10;
+SELECT count(*) FROM t WHERE a < 20;
+SELECT b FROM t WHERE a = 5;
+UPDATE t SET b = b || 'x' WHERE a = 7;
+DO $$ BEGIN PERFORM count(*) FROM t; END $$;
+SET work_mem = '5MB';
+});
+
+my $good_rows = quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel');
+my $good_entries = quiet_psql('SELECT entries FROM pgss_ng_info');
+ok($good_entries >= 10, "the good file will hold $good_entries entries");
+
+$node->stop('fast');
+ok(-f $statfile, 'clean stop writes the file');
+my $good = slurp_file($statfile);
+my $len = length($good);
+my ($magic, $version, $major, $infolen) = unpack('L4', $good);
+is(sprintf('%08X', $magic), '50474E47', 'header: magic');
+is($version, 1, 'header: format version 1');
+is($major, 15, 'header: PostgreSQL major version 15');
+my $nrec = unpack('L', substr($good, 16 + $infolen, 4));
+is($nrec, $good_entries, 'header: number of records = entries');
+is(unpack('L', substr($good, $len - 4)), crc32c(substr($good, 0, $len - 4)),
+	'trailer: CRC-32C of all the bytes before it');
+
+# Offset of the last record's length word.
+my $p = 16 + $infolen + 4;
+my $last;
+for (1 .. $nrec)
+{
+	$last = $p;
+	$p += 4 + unpack('L', substr($good, $p, 4));
+}
+is($p, $len - 4, 'records end where the CRC begins');
+
+sub with_crc
+{
+	my ($body) = @_;
+	return $body . pack('L', crc32c($body));
+}
+
+my $mid = int($len / 2);
+my @variants = (
+	[ 'truncated to half', substr($good, 0, $mid), qr/^checksum mismatch$|truncated/ ],
+	[
+		'one byte flipped in the middle',
+		substr($good, 0, $mid) . chr(ord(substr($good, $mid, 1)) ^ 0x5A) . substr($good, $mid + 1),
+		qr/^checksum mismatch$/
+	],
+	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
+	[
+		'wrong format version',
+		substr($good, 0, 4) . pack('L', 2) . substr($good, 8),
+		qr/^format version 2, expected 1$/
+	],
+	[
+		'wrong PostgreSQL major',
+		substr($good, 0, 8) . pack('L', 14) . substr($good, 12),
+		qr/^written by PostgreSQL 14, this is 15$/
+	],
+	[ 'empty', '', qr/^it is empty$/ ],
+	[ 'shorter than a header', substr($good, 0, 10), qr/^it is truncated$/ ],
+	[
+		'last record malformed (valid CRC)',
+		with_crc(substr($good, 0, $last) . pack('L', 0)),
+		qr/^malformed entry$/
+	],
+	[
+		'trailing bytes (valid CRC)',
+		with_crc(substr($good, 0, $len - 4) . "\0\0\0\0"),
+		qr/^trailing bytes after the last entry$/
+	],);
+
+my $warn_re = qr/WARNING:  pgss_ng ignored statistics file "pg_stat\/pgss_ng\.stat": ([^\n]*)/;
+
+for my $v (@variants)
+{
+	my ($name, $data, $reason_re) = @$v;
+
+	write_file($statfile, $data);
+	my $pos = -s $node->logfile;
+	$node->start;
+	$node->wait_for_log($warn_re, $pos);
+
+	is(quiet_psql('SELECT 1'), '1', "$name: the server runs");
+	is(quiet_psql('SELECT count(*) FROM pgss_ng'), '0', "$name: no rows");
+	is( quiet_psql(
+			'SELECT concat_ws(\' \', entries, entries_allocated, qtext_count, qtext_bytes, '
+			  . 'dealloc, dropped) FROM pgss_ng_info'),
+		'0 0 0 0 0 0',
+		"$name: no entries, none allocated, no texts, no dealloc or dropped");
+	ok(!-e $statfile, "$name: the file is removed");
+
+	$node->stop('fast');
+	my $log = slurp_file($node->logfile, $pos);
+	my @reasons = $log =~ /$warn_re/g;
+	is(scalar(@reasons), 1, "$name: exactly one WARNING") or diag $log;
+	like($reasons[0] // '', $reason_re, "$name: the reason");
+	unlike($log, qr/pgss_ng restored/, "$name: nothing restored");
+}
+
+# The undamaged file loads whole, with the same rows.
+write_file($statfile, $good);
+my $pos = -s $node->logfile;
+$node->start;
+is(wait_restored($pos), $good_entries, 'the good file: every entry restored');
+is(quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel'),
+	$good_rows, 'the good file: the same rows');
+unlike(slurp_file($node->logfile, $pos), qr/pgss_ng ignored/, 'the good file: no warning');
+
+############################################################################
+# Restart with pgss_ng.max below the number of saved entries.
+############################################################################
+
+$node->safe_psql('postgres', 'SELECT pgss_ng_reset()');
+my $sql = '';
+$sql .= "SET application_name = 'cold_$_';\n" for 1 .. 300;
+for my $round (1 .. 30)
+{
+	$sql .= "SET application_name = 'hot_$_';\n" for 1 .. 20;
+}
+$node->safe_psql('postgres', $sql);
+
+my $hot_sql =
+  "SELECT string_agg(calls::text, ',' ORDER BY calls) || ' ' || count(*) FROM pgss_ng "
+  . "WHERE query LIKE 'SET application_name = ''hot\\_%'''";
+is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20', 'max: 20 hot statements with 30 calls each');
+my $saved = quiet_psql('SELECT entries FROM pgss_ng_info');
+cmp_ok($saved, '>=', 320, "max: $saved entries before the restart");
+
+$node->stop('fast');
+$node->adjust_conf('postgresql.conf', 'pgss_ng.max', '100');
+$pos = -s $node->logfile;
+$node->start;
+is(wait_restored($pos), 100, 'max = 100: exactly 100 entries restored');
+is(quiet_psql('SHOW pgss_ng.max'), '100', 'max = 100 in force');
+cmp_ok(quiet_psql('SELECT entries FROM pgss_ng_info'), '<=', 100, 'max = 100: entries <= 100');
+is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
+	'max = 100: every hot statement kept, with its 30 calls');
+ok(!-e $statfile, 'max = 100: the file is removed once read');
+
+# New statements: eviction keeps the limit, the hot ones stay.
+$sql = '';
+$sql .= "SET application_name = 'new_$_';\n" for 1 .. 30;
+$node->safe_psql('postgres', $sql);
+cmp_ok(quiet_psql('SELECT entries FROM pgss_ng_info'), '<=', 100,
+	'max = 100: entries <= 100 after 30 new statements');
+cmp_ok(quiet_psql('SELECT dealloc FROM pgss_ng_info'), '>', 0,
+	'max = 100: eviction counted in dealloc');
+is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
+	'max = 100: the hot statements survive eviction');
+
+############################################################################
+# File size across restarts with the same statements.
+############################################################################
+
+my $hot_again = join('', map { "SET application_name = 'hot_$_';\n" } 1 .. 20);
+my @sizes;
+for my $i (1 .. 5)
+{
+	# The same statements again: the same entries, only their counts grow.
+	$node->safe_psql('postgres', $hot_again);
+	my $before = snapshot();
+	$node->stop('fast');
+	push @sizes, -s $statfile;
+	$pos = -s $node->logfile;
+	$node->start;
+	wait_restored($pos);
+	is(snapshot(), $before, "restart $i: rows and info unchanged");
+}
+is(join(' ', @sizes), join(' ', ($sizes[0]) x 5), 'the file size is the same after each of 5 restarts')
+  or diag "sizes: @sizes";
+is(quiet_psql($hot_sql), join(',', (35) x 20) . ' 20',
+	'the hot statements counted 5 more calls across the restarts');
+
+done_testing();
