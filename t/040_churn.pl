@@ -1,0 +1,214 @@
+# Eviction under churn.
+#
+# With pgss_ng.max = 100, four concurrent psql clients run 100,000 distinct
+# statements in total ("SELECT cI, cJ, cK FROM w" for distinct I < J < K,
+# distinct by structure, not by constants), and after each one the next of
+# 20 hot statements in round robin, so the hot statements' executions are
+# known exactly by construction (1,250 per client, 5,000 each in total).
+# Meanwhile another session samples pgss_ng_info about every 100 ms:
+# entries_allocated (live + dropped-not-yet-freed) must never exceed the
+# backstop max + min(max, 20000) = 200.  At the end, once every client
+# backend has exited:
+#   - no client saw an error;
+#   - after one more statement end (which evicts if live entries are over
+#     max), entries <= 100 and every dropped body was freed
+#     (entries_allocated = entries);
+#   - the 20 hot statements were never evicted: each is there once, with
+#     calls and rows exactly equal to its executions;
+#   - dealloc > 0, and every entry made since the reset was either evicted
+#     or is still there (dealloc + entries = entries made);
+#   - nothing counted was lost except the executions of statements whose
+#     entry the backstop refused (dropped = backstop_skips).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
+
+my $nclients = 4;
+my $ncold = 100_000;
+my $nhot = 20;
+my $max = 100;
+my $backstop = $max + ($max < 20000 ? $max : 20000);
+
+my $node = PostgreSQL::Test::Cluster->new('churn');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'pgss_ng'
+pgss_ng.max = $max
+pgss_ng.track = top
+pgss_ng.track_utility = on
+pgss_ng.track_planning = off
+pgss_ng.save = off
+max_connections = 20
+});
+$node->start;
+
+# An empty table of 100 columns c1 .. c100.
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION pgss_ng;
+SELECT format('CREATE TABLE w (%s)',
+			  string_agg(format('c%s int', i), ', ' ORDER BY i))
+FROM generate_series(1, 100) i \gexec
+});
+
+# The hot statements: "SELECT count(*) FROM w WHERE cH = H", normalized to
+# "... = $1", H = 1 .. 20.  Client scripts: cold statement number n of a
+# client is followed by hot statement n mod 20 (so each client runs each
+# hot statement ncold / nclients / nhot times).
+my @hot_sql = map { "SELECT count(*) FROM w WHERE c$_ = $_;" } 1 .. $nhot;
+my @hot_norm = map { "SELECT count(*) FROM w WHERE c$_ = \$1" } 1 .. $nhot;
+my @hot_exec = (0) x $nhot;
+
+my $tmp = PostgreSQL::Test::Utils::tempdir();
+my @files = map { "$tmp/client$_.sql" } 0 .. $nclients - 1;
+my @fh;
+my @ncold_of = (0) x $nclients;
+for my $c (0 .. $nclients - 1)
+{
+	open($fh[$c], '>', $files[$c]) or die "cannot write $files[$c]: $!";
+}
+my $t = 0;
+TRIPLES:
+for my $i (1 .. 98)
+{
+	for my $j ($i + 1 .. 99)
+	{
+		for my $k ($j + 1 .. 100)
+		{
+			last TRIPLES if $t == $ncold;
+			my $c = $t % $nclients;
+			my $h = $ncold_of[$c]++ % $nhot;
+			print { $fh[$c] } "SELECT c$i, c$j, c$k FROM w;\n$hot_sql[$h]\n";
+			$hot_exec[$h]++;
+			$t++;
+		}
+	}
+}
+close($_) or die "close: $!" for @fh;
+is($t, $ncold, "$ncold distinct cold statements generated");
+
+# The sampler: its own statements are not tracked, so they neither add
+# entries nor evict.  Opened before the reset so that its SET is not an
+# entry made after it.
+my $sampler = $node->background_psql('postgres');
+$sampler->query_safe('SET pgss_ng.track = none');
+
+# Start from nothing: after this, the entries made are the reset
+# statement's, the 20 hot ones, the cold ones the backstop let through,
+# and the one of the poll that waits for the clients to exit.
+$node->safe_psql('postgres', 'SELECT pgss_ng_reset()');
+
+my @conn = ('-h', $node->host, '-p', $node->port);
+my (@h, @out, @err);
+for my $c (0 .. $nclients - 1)
+{
+	($out[$c], $err[$c]) = ('', '');
+	$h[$c] = IPC::Run::start(
+		[
+			$node->installed_command('psql'), '-X', '-q',
+			'-v', 'ON_ERROR_STOP=1',
+			'-o', '/dev/null',
+			'-f', $files[$c],
+			'-d', $node->connstr('postgres') . ' application_name=churn'
+		],
+		'<', \undef, '>', \$out[$c], '2>', \$err[$c],
+		IPC::Run::timeout(900));
+}
+
+# Sample until every client is done.
+my ($max_alloc, $max_live, $nsamples) = (0, 0, 0);
+while (grep { $_->pumpable } @h)
+{
+	$_->pump_nb for grep { $_->pumpable } @h;
+	my ($alloc, $live) = split /\|/,
+	  $sampler->query_safe(
+		'SELECT entries_allocated, entries FROM pgss_ng_info');
+	$max_alloc = $alloc if $alloc > $max_alloc;
+	$max_live = $live if $live > $max_live;
+	$nsamples++;
+	usleep(100_000);
+}
+$sampler->quit;
+
+for my $c (0 .. $nclients - 1)
+{
+	$h[$c]->finish;
+	is($h[$c]->result(0), 0, "client $c exited with status 0");
+	unlike($err[$c], qr/ERROR|FATAL|PANIC/, "client $c saw no error")
+	  or diag($err[$c]);
+}
+
+note("$nsamples samples: max entries_allocated $max_alloc, "
+	  . "max entries $max_live");
+ok($nsamples > 0, 'pgss_ng_info was sampled while the clients ran');
+cmp_ok($max_alloc, '<=', $backstop,
+	"entries_allocated never exceeded the backstop ($backstop)");
+# Once the table is full, live entries stay between max - 5% and a little
+# over max; a sample taken any time after that sees at least 95.
+cmp_ok($max_alloc, '>=', $max - $max * 5 / 100,
+	'the sampler saw a full table');
+
+# Every client backend flushes at exit; wait until they are gone.
+ok( $node->poll_query_until(
+		'postgres',
+		q{SELECT count(*) FROM pg_stat_activity
+		  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()},
+		'0'),
+	'all client backends have exited');
+
+# Read everything in one statement, made before this statement's own entry.
+my ($dealloc, $entries, $alloc, $skips, $dropped) = split /\|/,
+  $node->safe_psql('postgres',
+	'SELECT dealloc, entries, entries_allocated, backstop_skips, dropped
+	 FROM pgss_ng_info');
+note("dealloc $dealloc, entries $entries, entries_allocated $alloc, "
+	  . "backstop_skips $skips, dropped $dropped");
+
+cmp_ok($dealloc, '>', 0, 'entries were evicted (dealloc > 0)');
+# Made since the reset: the reset statement's entry, the hot ones, the
+# cold ones minus those the backstop refused (a cold statement is tried
+# once, at the end of its only execution), and the poll's.
+is($dealloc + $entries, 1 + $nhot + $ncold - $skips + 1,
+	'dealloc + entries = entries made since the reset');
+# Evicted entries are never ones some backend holds counts for, and no
+# cold statement runs twice: the only executions not recorded are those
+# whose entry the backstop refused.
+is($dropped, $skips, 'dropped = backstop_skips: no counted execution lost');
+is($alloc, $entries,
+	'every dropped body was freed (entries_allocated = entries)');
+
+# Eviction runs under a lock taken without waiting, so entries made while
+# another backend was evicting may leave live entries a little over max
+# when the clients stop; the next statement end of any backend evicts.
+$node->safe_psql('postgres', 'SELECT 1');
+my $final = $node->safe_psql('postgres', 'SELECT entries FROM pgss_ng_info');
+cmp_ok($final, '<=', $max, "entries <= $max after the next statement end");
+
+# The hot statements: each there once, never evicted, with exact counts.
+my %got;
+for my $row (
+	split /\n/,
+	$node->safe_psql(
+		'postgres', q{
+		SELECT query, count(*) OVER (PARTITION BY query), calls, rows
+		FROM pgss_ng
+		WHERE query LIKE 'SELECT count(*) FROM w WHERE c%' AND toplevel}))
+{
+	my ($q, $n, $calls, $rows) = split /\|/, $row;
+	$got{$q} = "$n $calls $rows";
+}
+for my $h (0 .. $nhot - 1)
+{
+	my $n = $hot_exec[$h];
+	is($got{ $hot_norm[$h] } // 'missing', "1 $n $n",
+		"hot statement present once with calls = rows = $n: $hot_norm[$h]");
+}
+
+$node->stop;
+done_testing();

@@ -1,0 +1,396 @@
+# The named LWLocks of pgss_ng show up as wait events.
+#
+# For each of pgss_ng_alloc, pgss_ng_qtext and pgss_ng_dealloc, backend A
+# is stopped by gdb at a breakpoint inside the region where it holds that
+# lock; backend B then does something that needs the lock; a third session
+# polls pg_stat_activity until B shows wait_event_type 'LWLock' and
+# wait_event '<name>'.  Then A is let go, and both must finish without
+# error.  The breakpoints (the backtrace at each stop is checked):
+#   pgss_ng_alloc   pgss_ng_qtext_store, called by the init callback of a
+#                   new entry in lookup_or_create() under the alloc lock;
+#                   B makes a new entry.
+#   pgss_ng_qtext   dshash_find_or_insert, first called inside
+#                   pgss_ng_qtext_store() after it took the qtext lock (set
+#                   once A stopped at pgss_ng_qtext_store); B runs
+#                   pgss_ng_reset(), whose freed entries release their texts.
+#   pgss_ng_dealloc candidate_cmp, the comparator of the sort that
+#                   pgss_ng_kind_evict() runs holding the dealloc lock (A
+#                   evicts after pgss_ng.max is lowered to 100 with ~150
+#                   entries); B runs pgss_ng_reset(), which waits for a
+#                   running eviction.
+# Needs gdb and permission to ptrace a backend: the whole file is skipped
+# otherwise.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
+
+my ($gdb_out, $gdb_err) = ('', '');
+if (!eval { IPC::Run::run([ 'gdb', '--version' ], '>', \$gdb_out, '2>', \$gdb_err) })
+{
+	plan skip_all => 'gdb is not installed';
+}
+
+my $node = PostgreSQL::Test::Cluster->new('wait_events');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'pgss_ng'
+pgss_ng.max = 5000
+pgss_ng.track = top
+pgss_ng.track_utility = on
+pgss_ng.track_planning = off
+pgss_ng.save = off
+});
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION pgss_ng;
+CREATE TABLE t1 (x int);
+CREATE TABLE t2 (x int);
+CREATE TABLE t3 (x int);
+CREATE TABLE w (c1 int, c2 int, c3 int, c4 int, c5 int, c6 int, c7 int,
+				c8 int, c9 int, c10 int, c11 int, c12 int, c13 int);
+});
+
+my $sess_a = $node->background_psql('postgres');
+my $apid = $sess_a->query_safe('SELECT pg_backend_pid()');
+my $sess_b = $node->background_psql('postgres');
+my $bpid = $sess_b->query_safe('SELECT pg_backend_pid()');
+# The observer: untracked, so it never needs (or evicts under) a pgss_ng
+# lock.
+my $obs = $node->background_psql('postgres');
+$obs->query_safe('SET pgss_ng.track = none');
+# Each wait gets the full timeout, not what is left of the session's.
+$_->set_query_timer_restart for ($sess_a, $sess_b, $obs);
+
+# Can gdb attach to a backend (ptrace may not be permitted)?  If so, it
+# must find the functions the breakpoints go on.
+my @symbols = qw(pgss_ng_qtext_store candidate_cmp dshash_find_or_insert);
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[
+			'gdb', '-q', '-nx', '-batch', '-p', $apid,
+			'-ex', 'set debuginfod enabled off',
+			'-ex', 'info inferiors',
+			map { ('-ex', "info address $_") } @symbols
+		],
+		'<', \undef, '>', \$out, '2>', \$err,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	if ($out !~ /process $apid\b/)
+	{
+		$sess_a->quit;
+		$sess_b->quit;
+		$obs->quit;
+		$node->stop;
+		my ($why) = grep { /\S/ } split /\n/, $err;
+		plan skip_all => 'gdb cannot attach to a backend: '
+		  . ($why // 'no output');
+	}
+	for my $sym (@symbols)
+	{
+		like($out, qr/Symbol "\Q$sym\E" is/, "gdb finds $sym")
+		  or diag("gdb output:\n$out\n$err");
+	}
+}
+
+# --- gdb driven through its standard input -----------------------------------------
+
+# A timer, not a timeout: waiting past it returns false instead of dying,
+# so that a failed wait still lets the backend go.
+sub gdb_start
+{
+	my ($pid) = @_;
+	my $g = { in => '', out => '', err => '' };
+	$g->{timer} = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
+	$g->{h} = IPC::Run::start([ 'gdb', '-q', '-nx', '-p', $pid ],
+		'<', \$g->{in}, '>', \$g->{out}, '2>', \$g->{err}, $g->{timer});
+	# The backend's own signals (reload, latch wake-ups) must reach it
+	# without stopping it.  SIGINT keeps gdb's default (stop, not passed):
+	# gdb_release() uses it to interrupt a running backend.
+	gdb_send($g,
+		'set pagination off',
+		'set confirm off',
+		'set width 0',
+		'set debuginfod enabled off',
+		'handle SIGHUP SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE nostop noprint pass'
+	);
+	return $g;
+}
+
+sub gdb_send
+{
+	my ($g, @cmds) = @_;
+	$g->{stopped} = 0 if grep { $_ eq 'continue' } @cmds;
+	$g->{in} .= join('', map { "$_\n" } @cmds);
+	$g->{h}->pump_nb;
+	return;
+}
+
+# Wait until gdb's output matches $re; return (and consume) it, or undef.
+sub gdb_wait
+{
+	my ($g, $re) = @_;
+	$g->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
+	my $ok = pump_until($g->{h}, $g->{timer}, \$g->{out}, $re);
+	my $out = $g->{out};
+	$g->{out} = '';
+	diag("gdb output:\n$out\ngdb stderr:\n$g->{err}") unless $ok;
+	return $ok ? $out : undef;
+}
+
+# "Breakpoint N, func (" or, when gdb set it at several places, "N.M".
+sub stopped_in
+{
+	my ($g, $func) = @_;
+	$g->{stopped} = defined gdb_wait($g,
+		qr/(?:Temporary b|B)reakpoint \d+(?:\.\d+)?, (?:0x[0-9a-f]+ in )?\Q$func\E \(/
+	);
+	return $g->{stopped};
+}
+
+# The backtrace of the stopped backend.
+sub gdb_bt
+{
+	my ($g) = @_;
+	gdb_send($g, 'bt', 'echo @@bt done@@\n');
+	return gdb_wait($g, qr/\@\@bt done\@\@/) // '';
+}
+
+# Remove the breakpoints, let the backend go, quit.  Works whether the
+# backend is stopped at a breakpoint or running (after a failed wait: gdb
+# is interrupted first, which stops it).
+sub gdb_release
+{
+	my ($g) = @_;
+	return if $g->{released}++;
+	$g->{h}->signal('INT') if !$g->{stopped} && $g->{h}->pumpable;
+	gdb_send($g, 'delete', 'detach', 'quit') if $g->{h}->pumpable;
+	$g->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
+	$g->{h}->pump while $g->{h}->pumpable && !$g->{timer}->is_expired;
+	$g->{h}->kill_kill if $g->{h}->pumpable;
+	$g->{h}->finish;
+	return;
+}
+
+# gdb reads the symbols of the pgss_ng.so on disk: if it was reinstalled
+# since the server started, the addresses would be wrong.
+sub library_replaced
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/maps") or return 0;
+	my $replaced = grep { m{/pgss_ng\.so \(deleted\)$} } <$fh>;
+	close($fh);
+	return $replaced;
+}
+
+# --- sessions: send without waiting, wait later ------------------------------------
+
+my $nmark = 0;
+
+sub send_async
+{
+	my ($s, $sql) = @_;
+	my $mark = '@@done ' . ++$nmark . '@@';
+	$s->{stdin} .= "$sql\n\\echo '$mark'\n";
+	$s->{run}->pump_nb;
+	return $mark;
+}
+
+# The output of what send_async() sent, or undef on timeout.
+sub wait_async
+{
+	my ($s, $mark) = @_;
+	$s->{timeout}->start;
+	my $ok = eval {
+		pump_until($s->{run}, $s->{timeout}, \$s->{stdout}, qr/\Q$mark\E\n/);
+	};
+	my $out = $s->{stdout};
+	$s->{stdout} = '';
+	return undef unless $ok;
+	$out =~ s/\Q$mark\E\n//;
+	chomp $out;
+	return $out;
+}
+
+# Poll until backend $pid waits on LWLock $name; return what it last showed.
+sub wait_for_lwlock
+{
+	my ($pid, $name) = @_;
+	my $seen = '';
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		$seen = $obs->query_safe(
+			"SELECT wait_event_type || ':' || wait_event
+			 FROM pg_stat_activity WHERE pid = $pid");
+		last if $seen eq "LWLock:$name";
+		usleep(50_000);
+	}
+	return $seen;
+}
+
+# Let A go and check that A and B finished their statements (whose
+# markers are $am and $bm, if sent) with the expected output, and no error.
+sub finish_scenario
+{
+	my ($name, $g, $am, $want_a, $bm, $want_b) = @_;
+	gdb_release($g) if defined $g;
+	is(wait_async($sess_a, $am), $want_a, "$name: A finished") if defined $am;
+	is(wait_async($sess_b, $bm), $want_b, "$name: B finished") if defined $bm;
+	is($sess_a->{stderr} . $sess_b->{stderr}, '', "$name: no error in A or B");
+	return;
+}
+
+sub library_ok
+{
+	my ($name) = @_;
+	return ok(!library_replaced($apid),
+		"$name: pgss_ng.so on disk is the one the server loaded");
+}
+
+# --- pgss_ng_alloc -------------------------------------------------------------------
+
+{
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		last SCENARIO unless library_ok('alloc');
+		$g = gdb_start($apid);
+		gdb_send($g, 'break pgss_ng_qtext_store', 'continue');
+		last SCENARIO
+		  unless ok(defined gdb_wait($g, qr/Continuing\./),
+			'alloc: gdb attached to A');
+
+		# A and B each run a statement never seen before: its entry is made.
+		$am = send_async($sess_a, 'SELECT x FROM t1;');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'pgss_ng_qtext_store'),
+			'alloc: A stopped in pgss_ng_qtext_store');
+		like(gdb_bt($g), qr/stmt_init.*lookup_or_create/s,
+			'alloc: called by the init callback in lookup_or_create');
+
+		$bm = send_async($sess_b, 'SELECT x FROM t2;');
+		is(wait_for_lwlock($bpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
+			'alloc: B waits on LWLock pgss_ng_alloc');
+	}
+	finish_scenario('alloc', $g, $am, '', $bm, '');
+
+	is( $obs->query_safe(
+			q{SELECT string_agg(query || ' ' || calls, ', ' ORDER BY query)
+			  FROM pgss_ng WHERE query IN ('SELECT x FROM t1', 'SELECT x FROM t2')}),
+		'SELECT x FROM t1 1, SELECT x FROM t2 1',
+		'alloc: both statements recorded once');
+}
+
+# From here on B is not tracked: its pgss_ng_reset() needs no entry.
+$sess_b->query_safe('SET pgss_ng.track = none');
+
+# --- pgss_ng_qtext -------------------------------------------------------------------
+
+{
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		last SCENARIO unless library_ok('qtext');
+		$g = gdb_start($apid);
+		gdb_send($g, 'break pgss_ng_qtext_store', 'continue');
+		last SCENARIO
+		  unless ok(defined gdb_wait($g, qr/Continuing\./),
+			'qtext: gdb attached to A');
+
+		$am = send_async($sess_a, 'SELECT x FROM t3;');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'pgss_ng_qtext_store'),
+			'qtext: A stopped in pgss_ng_qtext_store');
+		# Its first call of dshash_find_or_insert comes after LWLockAcquire
+		# of the qtext lock.
+		gdb_send($g, 'delete', 'tbreak dshash_find_or_insert', 'continue');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'dshash_find_or_insert'),
+			'qtext: A stopped in dshash_find_or_insert');
+		like(gdb_bt($g), qr/#1 .*pgss_ng_qtext_store/,
+			'qtext: called by pgss_ng_qtext_store');
+
+		# Entries exist (those of the alloc part and the setup): the reset
+		# frees them, releasing their texts.
+		$bm = send_async($sess_b, 'SELECT pgss_ng_reset() IS NOT NULL;');
+		is(wait_for_lwlock($bpid, 'pgss_ng_qtext'), 'LWLock:pgss_ng_qtext',
+			'qtext: B waits on LWLock pgss_ng_qtext');
+	}
+	finish_scenario('qtext', $g, $am, '', $bm, 't');
+
+	# Whichever way the race went, no text leaked or went missing.
+	is( $obs->query_safe(
+			q{SELECT qtext_count = (SELECT count(DISTINCT query) FROM pgss_ng)
+			  FROM pgss_ng_info}),
+		't',
+		'qtext: qtext_count = distinct texts in the view');
+}
+
+# --- pgss_ng_dealloc -----------------------------------------------------------------
+
+{
+	# About 150 entries (under the backstop of max 100, 200).
+	$node->safe_psql(
+		'postgres', q{
+SELECT format('SELECT c%s, c%s FROM w', i, j)
+FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
+});
+	# A's statement to come exists already: its end only flushes and evicts.
+	is($sess_a->query_safe('SHOW pgss_ng.max'), '5000', 'dealloc: max is 5000');
+	cmp_ok($obs->query_safe('SELECT entries FROM pgss_ng_info'),
+		'>', 150, 'dealloc: more than 150 entries');
+
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		last SCENARIO unless library_ok('dealloc');
+		$g = gdb_start($apid);
+		gdb_send($g, 'break candidate_cmp', 'continue');
+		last SCENARIO
+		  unless ok(defined gdb_wait($g, qr/Continuing\./),
+			'dealloc: gdb attached to A');
+
+		# Lower max; once the observer sees the new value, the postmaster
+		# has signalled every backend, so A's next statement sees it too.
+		$obs->query_safe('ALTER SYSTEM SET pgss_ng.max = 100');
+		$obs->query_safe('SELECT pg_reload_conf()');
+		my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+		usleep(50_000)
+		  while $obs->query_safe('SHOW pgss_ng.max') ne '100'
+		  && time() < $deadline;
+
+		$am = send_async($sess_a, 'SHOW pgss_ng.max;');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'candidate_cmp'),
+			'dealloc: A stopped in candidate_cmp');
+		like(gdb_bt($g), qr/pgss_ng_kind_evict/,
+			'dealloc: called by pgss_ng_kind_evict');
+
+		$bm = send_async($sess_b, 'SELECT pgss_ng_reset() IS NOT NULL;');
+		is(wait_for_lwlock($bpid, 'pgss_ng_dealloc'),
+			'LWLock:pgss_ng_dealloc',
+			'dealloc: B waits on LWLock pgss_ng_dealloc');
+	}
+	finish_scenario('dealloc', $g, $am, '100', $bm, 't');
+}
+
+for my $s ($sess_a, $sess_b, $obs)
+{
+	$s->{timeout}->start;
+	$s->quit;
+}
+
+is($node->safe_psql('postgres', 'SELECT 1'), '1', 'server still answers');
+$node->stop;
+my @errors = grep { /\b(ERROR|FATAL|PANIC|TRAP):|terminated by signal/ }
+  split /\n/, slurp_file($node->logfile);
+is_deeply(\@errors, [], 'no ERROR, FATAL or crash in the server log');
+
+done_testing();
