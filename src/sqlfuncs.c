@@ -345,7 +345,9 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
  *		One row of extension-wide counters: dealloc, stats_reset, entries,
  *		dropped, entries_allocated, entries_max, backstop_skips,
  *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped (see
- *		README).  Errors: library not preloaded.
+ *		README); qtext_bytes, qtext_count and qtext_dropped are NULL for
+ *		roles without the privileges of pg_read_all_stats.
+ *		Errors: library not preloaded.
  */
 Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
@@ -377,10 +379,25 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum(kc.entries_allocated);
 	values[i++] = Int64GetDatum(kc.entries_max);
 	values[i++] = Int64GetDatum(kc.backstop_skips);
-	values[i++] = Int64GetDatum(qs.bytes);
-	values[i++] = Int64GetDatum(qs.limit_bytes);
-	values[i++] = Int64GetDatum(qs.count);
-	values[i++] = Int64GetDatum(qs.dropped);
+	/*
+	 * Texts are shared by all roles (deduplicated), so how the arena's
+	 * size and count move would tell whether another role ran a guessed
+	 * text: only roles allowed to read every text see them.
+	 */
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+	{
+		values[i++] = Int64GetDatum(qs.bytes);
+		values[i++] = Int64GetDatum(qs.limit_bytes);
+		values[i++] = Int64GetDatum(qs.count);
+		values[i++] = Int64GetDatum(qs.dropped);
+	}
+	else
+	{
+		nulls[i++] = true;
+		values[i++] = Int64GetDatum(qs.limit_bytes);
+		nulls[i++] = true;
+		nulls[i++] = true;
+	}
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
