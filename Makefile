@@ -103,3 +103,12 @@ ifneq ($(wildcard t/*.pl),)
 else
 	@echo "check-tap: no t/*.pl, nothing to run"
 endif
+
+# Opt-in, not run by scripts/test.sh: the pg_regress suite once against a
+# server running under valgrind memcheck (1-2 minutes here; generous
+# timeouts). Tests the installed pgss_ng; run as a non-root user (or as
+# root: the script then switches to postgres in a copy of the tree).
+# See docs/valgrind.md.
+.PHONY: check-valgrind
+check-valgrind:
+	PG_CONFIG='$(PG_CONFIG)' PGSS_NG_REGRESS='$(REGRESS)' bash '$(srcdir)'/scripts/valgrind.sh
