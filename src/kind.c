@@ -617,6 +617,19 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 }
 
 /*
+ * max_pending
+ *		Pending entries a backend may hold before an early flush:
+ *		info->max_pending, but at most a quarter of max, so that a few
+ *		backends holding references (which keep evicted bodies allocated)
+ *		cannot fill the backstop of a small table on their own.
+ */
+static int
+max_pending(PgssNgKind *kind)
+{
+	return Max(1, Min(kind->info->max_pending, kind->max_entries / 4));
+}
+
+/*
  * flush_one
  *		Flush one pending entry pe; see pgss_ng_kind_flush() for the lock
  *		policy.  now is used for the age test and the usage decay.  Returns
@@ -707,7 +720,7 @@ find_live_pending(PgssNgKind *kind, const void *key)
  *
  * Returns NULL when the entry could not be made (*result says why); the
  * caller then counts what it wanted to record as dropped.  Before adding a
- * new pending entry past info->max_pending, everything pending is flushed,
+ * new pending entry past max_pending(), everything pending is flushed,
  * so a backend's pending memory stays bounded however many distinct keys a
  * single statement or transaction touches.
  * Memory: pending entries in TopMemoryContext (the pending hash).
@@ -733,9 +746,9 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 		return PENDING_DATA(kind, live);
 	}
 
-	if (kind->npending >= kind->info->max_pending &&
+	if (kind->npending >= max_pending(kind) &&
 		pgss_ng_kind_flush(kind, false) &&
-		kind->npending >= kind->info->max_pending)
+		kind->npending >= max_pending(kind))
 		pgss_ng_kind_flush(kind, true);
 
 	/* make the local entry first: if that fails, no reference is leaked */
@@ -947,8 +960,8 @@ pgss_ng_kind_reset_counters(PgssNgKind *kind)
 /*
  * drop_victim
  *		Evict one entry chosen by pgss_ng_kind_evict(), unless it was
- *		re-created since the scan (another generation).  Returns whether it
- *		was evicted.  Locks: its partition lock exclusively, then its entry
+ *		re-created since the scan (another generation) or a backend took a
+ *		reference to it since.  Returns whether it was evicted.  Locks: its partition lock exclusively, then its entry
  *		lock.
  */
 static bool
@@ -970,6 +983,17 @@ drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
 	}
 	body = tail->body;
 	shared = dsa_get_address(kind->area, body);
+
+	/*
+	 * Referenced since the scan: a backend is counting into it.  With the
+	 * partition lock held exclusively no reference can be taken now, so
+	 * this test is exact.
+	 */
+	if (pg_atomic_read_u32(&shared->refcount) > 1)
+	{
+		dshash_release_lock(kind->hash, he);
+		return false;
+	}
 
 	mark_dropped(shared, PGSS_NG_DROP_EVICT);
 	dshash_delete_entry(kind->hash, he);
