@@ -112,6 +112,10 @@ init_hash_params(PgssNgKind *kind)
 	kind->hash_params.tranche_id = kind->shared->hash_tranche;
 }
 
+/*
+ * raw_dsa_place
+ *		Address of the kind's in-place DSA area, after its control block.
+ */
 static void *
 raw_dsa_place(PgssNgKind *kind)
 {
@@ -389,8 +393,11 @@ pgss_ng_swallow_error(MemoryContext oldcxt, const char *what)
 	MemoryContextSwitchTo(oldcxt);
 	edata = CopyErrorData();
 	FlushErrorState();
+	/* a LOG report checks for interrupts: a cancel must not escape here */
+	HOLD_INTERRUPTS();
 	ereport(LOG,
 			(errmsg("pgss_ng could not %s: %s", what, edata->message)));
+	RESUME_INTERRUPTS();
 	FreeErrorData(edata);
 }
 
@@ -666,7 +673,8 @@ flush_one(PgssNgKind *kind, void *pe, TimestampTz now, bool force)
 		double		uses;
 
 		uses = kind->info->flush_pending_cb(kind, pe, PgssNgSharedData(shared),
-											PENDING_DATA(kind, pe));
+											PENDING_DATA(kind, pe),
+											hdr->since);
 		shared->usage = decayed_usage(shared->usage, shared->usage_time,
 									  now) + uses;
 		shared->usage_time = Max(shared->usage_time, now);
@@ -1001,6 +1009,11 @@ drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
 	return true;
 }
 
+/*
+ * candidate_cmp
+ *		qsort comparator of eviction candidates: lowest value first, and
+ *		among equal values the older entry (lower generation) first.
+ */
 static int
 candidate_cmp(const void *a, const void *b)
 {
@@ -1037,8 +1050,10 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	PgssNgKindShared *ks = kind->shared;
 	Size		ksz = kind->info->key_size;
 	int			max = kind->max_entries;
+	int			batch;
 	int			keep;
 	int			nwant;
+	int			npinned = 0;
 	int			ncand = 0;
 	int			size;
 	int			nevicted = 0;
@@ -1056,7 +1071,8 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	if (!LWLockConditionalAcquire(kind->dealloc_lock, LW_EXCLUSIVE))
 		return;
 
-	keep = max - max * PGSS_NG_EVICT_PERCENT / 100;
+	batch = Max(1, (int) ((int64) max * PGSS_NG_EVICT_PERCENT / 100));
+	keep = max - batch;
 	nwant = (int) pg_atomic_read_u32(&ks->entries_live) - keep;
 	if (nwant <= 0)
 	{
@@ -1069,8 +1085,8 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	oldcxt = MemoryContextSwitchTo(cxt);
 
 	size = (int) pg_atomic_read_u32(&ks->entries_allocated) + 64;
-	cands = palloc(sizeof(EvictCandidate) * size);
-	keys = palloc(ksz * size);
+	cands = palloc_extended(sizeof(EvictCandidate) * size, MCXT_ALLOC_HUGE);
+	keys = palloc_extended(ksz * size, MCXT_ALLOC_HUGE);
 	now = GetCurrentTimestamp();
 
 	dshash_seq_init(&status, kind->hash, false);
@@ -1081,13 +1097,16 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 
 		/* referenced: some backend is counting into it right now */
 		if (pg_atomic_read_u32(&shared->refcount) > 1)
+		{
+			npinned++;
 			continue;
+		}
 
 		if (ncand == size)
 		{
 			size *= 2;
-			cands = repalloc(cands, sizeof(EvictCandidate) * size);
-			keys = repalloc(keys, ksz * size);
+			cands = repalloc_huge(cands, sizeof(EvictCandidate) * size);
+			keys = repalloc_huge(keys, ksz * size);
 		}
 		cands[ncand].value = decayed_usage(shared->usage, shared->usage_time,
 										   now);
@@ -1099,6 +1118,15 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	dshash_seq_term(&status);
 
 	qsort(cands, ncand, sizeof(EvictCandidate), candidate_cmp);
+
+	/*
+	 * Entries pinned by references cannot go: count them as kept, so that
+	 * many pinned entries do not make us evict every unpinned one, however
+	 * valuable.  Evict one batch, or more when the excess is not pinned
+	 * (e.g. pgss_ng.max was just lowered).
+	 */
+	nwant = Min(nwant, Max(batch,
+						   (int) pg_atomic_read_u32(&ks->entries_live) - max - npinned));
 
 	for (i = 0; i < ncand && nevicted < nwant; i++)
 	{

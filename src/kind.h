@@ -121,13 +121,16 @@ typedef struct PgssNgKindInfo
 
 	/*
 	 * Merge pending data into a shared entry.  Called with the entry's lock
-	 * held exclusively and only when the entry is not dropped.  Returns the
+	 * held exclusively and only when the entry is not dropped.
+	 * pending_since is when the pending entry was made (its first count).
+	 * Returns the
 	 * number of uses the pending data represents, added to the entry's
 	 * usage (its value for eviction).
 	 */
 	double		(*flush_pending_cb) (struct PgssNgKind *kind, const void *key,
 									 void *shared_data,
-									 const void *pending_data);
+									 const void *pending_data,
+									 TimestampTz pending_since);
 
 	/*
 	 * Pending data whose entry was evicted before the flush cannot be

@@ -22,7 +22,12 @@
  *		waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
  *		has flushed its pending counts and detached, then writes the file
  *		under a temporary name, fsyncs it and renames it durably.  With
- *		pgss_ng.save off it removes any old file instead.
+ *		pgss_ng.save off it removes any old file instead.  It then exits
+ *		with code 1: if the SIGTERM was not a shutdown, the postmaster
+ *		starts it again, and the new writer, finding the statistics already
+ *		loaded (PgssNgInfo.loaded), removes that file instead of reading it.
+ *	  - one saved entry that cannot be re-created (an ERROR, e.g. no DSM
+ *		segment could be made) is logged and skipped; the rest still load.
  *	  - on SIGQUIT (immediate shutdown, crash of another process) it exits
  *		at once, writing nothing.
  *
@@ -76,21 +81,29 @@ typedef struct PersistInfo
 	TimestampTz stats_reset;
 } PersistInfo;
 
-/* One serialized entry, for sorting by value before writing. */
+/* One serialized entry, kept apart for sorting by value before writing. */
 typedef struct SavedEntry
 {
 	double		usage;
-	int			offset;			/* into the records buffer */
+	char	   *data;			/* palloc'd record */
 	int			len;
 } SavedEntry;
 
 typedef struct WriteState
 {
-	StringInfoData records;
+	StringInfoData rec;			/* reused while serializing one entry */
 	SavedEntry *entries;
 	int			n;
 	int			size;
 } WriteState;
+
+/* An open stats file being written, with the CRC of what went in so far. */
+typedef struct StatFile
+{
+	int			fd;
+	pg_crc32c	crc;
+	bool		failed;
+} StatFile;
 
 static volatile sig_atomic_t shutdown_requested = false;
 
@@ -118,28 +131,34 @@ pgss_ng_register_writer(void)
 
 /*
  * collect_entry
- *		foreach visitor: serialize one entry and remember its usage.
- *		Entry lock held shared.  Memory: the writer's context.
+ *		foreach visitor: serialize one entry into its own buffer (so the
+ *		whole file never has to fit in one allocation) and remember its
+ *		usage.  Entry lock held shared.  Memory: the writer's context.
  */
 static void
 collect_entry(PgssNgKind *kind, const void *key, const void *shared_data,
 			  void *arg)
 {
 	WriteState *ws = (WriteState *) arg;
-	int			start = ws->records.len;
 
-	kind->info->to_serialized_cb(kind, key, shared_data, &ws->records);
+	resetStringInfo(&ws->rec);
+	kind->info->to_serialized_cb(kind, key, shared_data, &ws->rec);
 	if (ws->n == ws->size)
 	{
 		ws->size *= 2;
-		ws->entries = repalloc(ws->entries, sizeof(SavedEntry) * ws->size);
+		ws->entries = repalloc_huge(ws->entries, sizeof(SavedEntry) * ws->size);
 	}
 	ws->entries[ws->n].usage = pgss_ng_kind_usage(shared_data);
-	ws->entries[ws->n].offset = start;
-	ws->entries[ws->n].len = ws->records.len - start;
+	ws->entries[ws->n].data = palloc(ws->rec.len);
+	memcpy(ws->entries[ws->n].data, ws->rec.data, ws->rec.len);
+	ws->entries[ws->n].len = ws->rec.len;
 	ws->n++;
 }
 
+/*
+ * saved_entry_cmp
+ *		qsort comparator: most valuable (highest usage) entry first.
+ */
 static int
 saved_entry_cmp(const void *a, const void *b)
 {
@@ -149,35 +168,54 @@ saved_entry_cmp(const void *a, const void *b)
 	return ua > ub ? -1 : (ua < ub ? 1 : 0);
 }
 
+/*
+ * file_write
+ *		Write len bytes to the stats file and add them to its CRC; after a
+ *		failure, do nothing more (write_stats_file reports it once).
+ */
 static void
-append_uint32(StringInfo buf, uint32 v)
+file_write(StatFile *f, const void *data, Size len)
 {
-	appendBinaryStringInfo(buf, (const char *) &v, sizeof(v));
+	if (f->failed)
+		return;
+	COMP_CRC32C(f->crc, data, len);
+	errno = 0;
+	if (write(f->fd, data, len) != (ssize_t) len)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		f->failed = true;
+	}
+}
+
+static void
+file_write_uint32(StatFile *f, uint32 v)
+{
+	file_write(f, &v, sizeof(v));
 }
 
 /*
  * write_stats_file
- *		Write every entry and the info counters to PGSS_NG_STAT_FILE,
- *		most valuable entries first: build the file in memory, write it to
- *		a temporary name, fsync, rename durably.  Failures are logged
- *		(LOG) and leave no file behind.  Memory: CurrentMemoryContext.
+ *		Write every entry and the info counters to PGSS_NG_STAT_FILE, most
+ *		valuable entries first: serialize the entries, sort them, stream
+ *		them to a temporary file with a running CRC-32C, fsync, rename
+ *		durably.  Failures are logged (LOG) and leave no file behind.
+ *		Memory: CurrentMemoryContext (about the size of the file).
  */
 static void
 write_stats_file(void)
 {
 	PgssNgKind *kind = &pgss_ng_stmt_kind;
 	WriteState	ws;
-	StringInfoData file;
+	StatFile	f;
 	PersistInfo info;
 	PgssNgKindCounters kc;
-	pg_crc32c	crc;
-	int			fd;
 	int			i;
 
 	ws.size = 256;
 	ws.n = 0;
 	ws.entries = palloc(sizeof(SavedEntry) * ws.size);
-	initStringInfo(&ws.records);
+	initStringInfo(&ws.rec);
 	pgss_ng_kind_foreach(kind, collect_entry, &ws);
 	qsort(ws.entries, ws.n, sizeof(SavedEntry), saved_entry_cmp);
 
@@ -190,45 +228,52 @@ write_stats_file(void)
 	info.stats_reset = pgss_ng_info_shared->stats_reset;
 	SpinLockRelease(&pgss_ng_info_shared->mutex);
 
-	initStringInfo(&file);
-	append_uint32(&file, PGSS_NG_FILE_MAGIC);
-	append_uint32(&file, PGSS_NG_FILE_VERSION);
-	append_uint32(&file, PG_VERSION_NUM / 10000);
-	append_uint32(&file, sizeof(info));
-	appendBinaryStringInfo(&file, (const char *) &info, sizeof(info));
-	append_uint32(&file, ws.n);
-	for (i = 0; i < ws.n; i++)
-	{
-		append_uint32(&file, ws.entries[i].len);
-		appendBinaryStringInfo(&file, ws.records.data + ws.entries[i].offset,
-							   ws.entries[i].len);
-	}
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, file.data, file.len);
-	FIN_CRC32C(crc);
-	appendBinaryStringInfo(&file, (const char *) &crc, sizeof(crc));
-
-	fd = OpenTransientFile(PGSS_NG_STAT_TMPFILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
+	f.fd = OpenTransientFile(PGSS_NG_STAT_TMPFILE,
+							 O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (f.fd < 0)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", PGSS_NG_STAT_TMPFILE)));
 		return;
 	}
-	errno = 0;
-	if (write(fd, file.data, file.len) != file.len || pg_fsync(fd) != 0)
+	f.failed = false;
+	INIT_CRC32C(f.crc);
+
+	file_write_uint32(&f, PGSS_NG_FILE_MAGIC);
+	file_write_uint32(&f, PGSS_NG_FILE_VERSION);
+	file_write_uint32(&f, PG_VERSION_NUM / 10000);
+	file_write_uint32(&f, sizeof(info));
+	file_write(&f, &info, sizeof(info));
+	file_write_uint32(&f, ws.n);
+	for (i = 0; i < ws.n; i++)
 	{
-		if (errno == 0)
-			errno = ENOSPC;
+		file_write_uint32(&f, ws.entries[i].len);
+		file_write(&f, ws.entries[i].data, ws.entries[i].len);
+	}
+	FIN_CRC32C(f.crc);
+	if (!f.failed)
+	{
+		pg_crc32c	crc = f.crc;
+
+		errno = 0;
+		if (write(f.fd, &crc, sizeof(crc)) != sizeof(crc))
+		{
+			if (errno == 0)
+				errno = ENOSPC;
+			f.failed = true;
+		}
+	}
+	if (f.failed || pg_fsync(f.fd) != 0)
+	{
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", PGSS_NG_STAT_TMPFILE)));
-		CloseTransientFile(fd);
+		CloseTransientFile(f.fd);
 		unlink(PGSS_NG_STAT_TMPFILE);
 		return;
 	}
-	if (CloseTransientFile(fd) != 0)
+	if (CloseTransientFile(f.fd) != 0)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
@@ -269,6 +314,38 @@ read_uint32(const char *data, Size len, Size *pos, uint32 *v)
 }
 
 /*
+ * restore_one
+ *		Re-create one saved entry (the kind's from_serialized_cb).  Returns
+ *		false if the record is malformed; *restored says whether its counts
+ *		are in.  An ERROR while doing it (e.g. a DSM segment that cannot be
+ *		created) is logged and loses this entry only, not the rest of the
+ *		file, which is already removed.  The writer holds no LWLock here.
+ */
+static bool
+restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	volatile bool wellformed = true;
+	volatile bool done = false;
+
+	PG_TRY();
+	{
+		bool		r = false;
+
+		wellformed = kind->info->from_serialized_cb(kind, data, len, &r);
+		done = r;
+	}
+	PG_CATCH();
+	{
+		pgss_ng_swallow_error(oldcxt, "restore a saved entry");
+	}
+	PG_END_TRY();
+
+	*restored = done;
+	return wellformed;
+}
+
+/*
  * load_stats_file
  *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
  *		holds.  A file that fails any check is reported (bad_file) and
@@ -286,9 +363,9 @@ load_stats_file(void)
 	char	   *data;
 	Size		len;
 	Size		pos = 0;
-	uint32		magic,
-				version,
-				major,
+	uint32		magic = 0,
+				version = 0,
+				major = 0,
 				infolen,
 				nrec,
 				i;
@@ -401,10 +478,11 @@ load_stats_file(void)
 	{
 		uint32		reclen = 0;
 		bool		restored = false;
+		bool		wellformed;
 
 		(void) read_uint32(data, len, &pos, &reclen);	/* framing checked */
-		if (!kind->info->from_serialized_cb(kind, data + pos, reclen,
-											&restored))
+		wellformed = restore_one(kind, data + pos, reclen, &restored);
+		if (!wellformed)
 		{
 			bad_file("malformed entry");
 			pgss_ng_kind_drop_matching(kind, NULL, NULL);
@@ -434,6 +512,10 @@ load_stats_file(void)
 						loaded, PGSS_NG_STAT_FILE)));
 }
 
+/*
+ * handle_sigterm
+ *		SIGTERM handler of the writer: remember it and wake the main loop.
+ */
 static void
 handle_sigterm(SIGNAL_ARGS)
 {
@@ -469,10 +551,16 @@ pgss_ng_writer_main(Datum main_arg)
 	if (!pgss_ng_kind_attach(kind))
 		proc_exit(0);
 
-	if (pgss_ng_save)
+	/*
+	 * Load only once per life of shared memory: a writer restarted after a
+	 * stray SIGTERM finds the statistics live, and the file it wrote then
+	 * is stale.
+	 */
+	if (pgss_ng_save && !pgss_ng_info_shared->loaded)
 		load_stats_file();
 	else
 		unlink(PGSS_NG_STAT_FILE);
+	pgss_ng_info_shared->loaded = true;
 	MemoryContextReset(cxt);
 
 	while (!shutdown_requested)
@@ -505,5 +593,9 @@ pgss_ng_writer_main(Datum main_arg)
 	else
 		unlink(PGSS_NG_STAT_FILE);
 
-	proc_exit(0);
+	/*
+	 * Exit code 1: the postmaster restarts us unless it is shutting down,
+	 * so a SIGTERM that was not a shutdown does not end persistence.
+	 */
+	proc_exit(1);
 }

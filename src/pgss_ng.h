@@ -86,7 +86,8 @@ typedef struct PgssNgStmtShared
 	dsa_pointer qtext;			/* query text (qtext.c), or InvalidDsaPointer */
 	int			encoding;		/* its encoding */
 	TimestampTz stats_since;	/* entry creation */
-	TimestampTz minmax_stats_since; /* last min/max reset */
+	TimestampTz minmax_stats_since; /* creation or last min/max reset */
+	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 } PgssNgStmtShared;
 
 /* Extension-wide counters shown by pgss_ng_info. */
@@ -95,6 +96,7 @@ typedef struct PgssNgInfo
 	slock_t		mutex;
 	int64		dropped;		/* plans/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
+	bool		loaded;			/* the writer has read the stats file */
 } PgssNgInfo;
 
 /* GUC values */

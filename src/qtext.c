@@ -68,6 +68,10 @@ static LWLock *qtext_lock = NULL;
 /* this backend's attachment to the dedup hash */
 static dshash_table *dedup = NULL;
 
+/*
+ * qtext_hash_fn
+ *		dedup hash function: the key already is a 64-bit XXH3 hash; fold it.
+ */
 static dshash_hash
 qtext_hash_fn(const void *key, size_t size, void *arg)
 {
@@ -76,6 +80,10 @@ qtext_hash_fn(const void *key, size_t size, void *arg)
 	return (dshash_hash) (h ^ (h >> 32));
 }
 
+/*
+ * dedup_params
+ *		The dedup dshash's parameters, identical in every process.
+ */
 static const dshash_parameters *
 dedup_params(void)
 {
@@ -99,6 +107,10 @@ pgss_ng_qtext_shmem_request(void)
 	RequestNamedLWLockTranche(QTEXT_LOCK_NAME, 1);
 }
 
+/*
+ * pgss_ng_qtext_shmem_size
+ *		Bytes of main shared memory for the arena's control block.
+ */
 Size
 pgss_ng_qtext_shmem_size(void)
 {

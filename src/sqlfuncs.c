@@ -152,7 +152,8 @@ pgss_ng(PG_FUNCTION_ARGS)
 	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &kc);
 	st.size = (int) kc.entries + 64;
 	st.n = 0;
-	st.entries = palloc(sizeof(EntrySnapshot) * st.size);
+	st.entries = palloc_extended(sizeof(EntrySnapshot) * st.size,
+								 MCXT_ALLOC_HUGE);
 	st.want_text = showtext;
 	pgss_ng_kind_foreach(&pgss_ng_stmt_kind, snapshot_visit, &st);
 
@@ -258,6 +259,10 @@ typedef struct ResetFilter
 	TimestampTz now;
 } ResetFilter;
 
+/*
+ * reset_match
+ *		Does a key match pgss_ng_reset()'s filter (0 matching anything)?
+ */
 static bool
 reset_match(const void *key, void *arg)
 {
@@ -288,6 +293,7 @@ reset_minmax(void *shared_data, void *arg)
 		sh->have_minmax[k] = false;
 	}
 	sh->minmax_stats_since = f->now;
+	sh->minmax_reset_at = f->now;
 }
 
 /*

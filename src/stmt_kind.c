@@ -21,6 +21,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "normalize.h"
@@ -31,7 +32,8 @@
 #define PGSS_NG_MAX_PENDING		256
 
 static double stmt_flush_pending(PgssNgKind *kind, const void *key,
-								 void *shared_data, const void *pending_data);
+								 void *shared_data, const void *pending_data,
+								 TimestampTz pending_since);
 static void stmt_discard_pending(PgssNgKind *kind, const void *key,
 								 const void *pending_data);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
@@ -56,7 +58,6 @@ static const PgssNgKindInfo stmt_kind_info = {
 PgssNgKind	pgss_ng_stmt_kind = {.info = &stmt_kind_info};
 PgssNgInfo *pgss_ng_info_shared = NULL;
 
-/* What the init callback stores in a new entry. */
 /*
  * What the init callback stores in a new entry: a normalized text, or the
  * statement's location in its source string (cut by CleanQuerytext() only
@@ -121,6 +122,7 @@ pgss_ng_stmt_shmem_startup(void)
 		SpinLockInit(&pgss_ng_info_shared->mutex);
 		pgss_ng_info_shared->dropped = 0;
 		pgss_ng_info_shared->stats_reset = GetCurrentTimestamp();
+		pgss_ng_info_shared->loaded = false;
 	}
 
 	LWLockRelease(AddinShmemInitLock);
@@ -142,8 +144,9 @@ pgss_ng_count_dropped(int64 n)
  * stmt_init
  *		Init callback for a new shared entry: store its query text (the
  *		normalized one, or the statement's own part of its source string)
- *		and its timestamps.  Runs under the kind's alloc lock.  A text that cannot be stored leaves the
- *		entry with query NULL; never raises an ERROR.
+ *		and its timestamps.  Runs under the kind's alloc lock.  A text that
+ *		cannot be stored leaves the entry with query NULL.  Errors: only an
+ *		out-of-memory ERROR from the text arena's dedup hash.
  */
 static bool
 stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
@@ -188,10 +191,12 @@ stmt_free(PgssNgKind *kind, void *shared_data)
  * squared deviations are combined with the parallel form of Welford's
  * method (Chan et al.), so the result equals one pass over all calls up to
  * rounding.  min/max take the smaller/larger, and restart after a min/max
- * reset (have_minmax false).  Called with the entry lock held exclusively.
+ * reset (have_minmax false); src's min/max are only used where
+ * src_minmax[kind] is true.  Called with the entry lock held exclusively.
  */
 static void
-merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src)
+merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
+			   const bool *src_minmax)
 {
 	PgssNgCounters *dst = &dst_sh->counters;
 	int			k;
@@ -214,6 +219,8 @@ merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src)
 		dst->calls[k] += nb;
 		dst->total_time[k] += src->total_time[k];
 
+		if (!src_minmax[k])
+			continue;
 		if (!dst_sh->have_minmax[k])
 		{
 			dst->min_time[k] = src->min_time[k];
@@ -263,18 +270,27 @@ merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src)
  * execution, less the one its creation already counted when these are the
  * entry's first (as pg_stat_statements "unsticks" an entry), so that every
  * statement run once has the same value however its entry was made.
+ * Pending counts that began before the entry's last min/max reset do not
+ * set its min/max.
  */
 static double
 stmt_flush_pending(PgssNgKind *kind, const void *key, void *shared_data,
-				   const void *pending_data)
+				   const void *pending_data, TimestampTz pending_since)
 {
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
 	const PgssNgCounters *c = (const PgssNgCounters *) pending_data;
 	bool		first = sh->counters.calls[PGSS_NG_PLAN] +
 		sh->counters.calls[PGSS_NG_EXEC] == 0;
 	double		uses = (double) (c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC]);
+	bool		fresh = pending_since >= sh->minmax_reset_at;
+	bool		minmax[PGSS_NG_NUMKIND] = {fresh, fresh};
 
-	merge_counters(sh, c);
+	/*
+	 * Counts begun before a min/max reset hold a call that ended before it
+	 * (a pending entry is made when its first call ends): their min/max
+	 * must not become the new ones.  The calls still count.
+	 */
+	merge_counters(sh, c, minmax);
 	if (first && uses > 0)
 		uses -= 1;
 	return uses;
@@ -446,18 +462,27 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 			  JumbleState *jstate)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
 
 	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
 		return;
 
+	/*
+	 * No resource owner: DSM segments that DSA maps or creates here are
+	 * pinned for the session anyway, and one left by a failed creation
+	 * must not be reported to the user as a leak at commit.
+	 */
+	CurrentResourceOwner = NULL;
 	PG_TRY();
 	{
 		store_internal(query, queryid, query_location, query_len, kind,
 					   toplevel, total_time, rows, bufusage, walusage,
 					   jitusage, jstate);
+		CurrentResourceOwner = oldowner;
 	}
 	PG_CATCH();
 	{
+		CurrentResourceOwner = oldowner;
 		pgss_ng_swallow_error(oldcxt, "record a statement");
 		if (jstate == NULL)
 			pgss_ng_count_dropped(1);
@@ -477,19 +502,23 @@ void
 pgss_ng_flush(bool force)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
 
 	if (pgss_ng_stmt_kind.area == NULL || pgss_ng_stmt_kind.npending == 0)
 		return;
 
+	CurrentResourceOwner = NULL;	/* see pgss_ng_store() */
 	PG_TRY();
 	{
 		/* walsenders are not waited for at shutdown: never leave anything */
 		pgss_ng_kind_flush(&pgss_ng_stmt_kind, force || am_walsender);
 		/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
 		pgss_ng_kind_evict(&pgss_ng_stmt_kind);
+		CurrentResourceOwner = oldowner;
 	}
 	PG_CATCH();
 	{
+		CurrentResourceOwner = oldowner;
 		pgss_ng_swallow_error(oldcxt, "flush statement statistics");
 	}
 	PG_END_TRY();
@@ -585,7 +614,7 @@ stmt_merge_saved(void *shared_data, void *arg)
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
 	const StmtRecord *rec = (const StmtRecord *) arg;
 
-	merge_counters(sh, &rec->counters);
+	merge_counters(sh, &rec->counters, rec->have_minmax);
 	sh->stats_since = Min(sh->stats_since, rec->stats_since);
 	sh->minmax_stats_since = Min(sh->minmax_stats_since,
 								 rec->minmax_stats_since);
