@@ -268,14 +268,17 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 	# One session holds at most max/4 = 25 references (early flushes), so
 	# eviction keeps up: nothing is refused, everything made is either
 	# live or evicted (600 nested statements + the DO block itself).
-	my ($skips, $dropped, $dealloc, $entries, $alloc) = split /\|/,
-	  info($node,
-		'backstop_skips, dropped, dealloc, entries, entries_allocated');
-	is("$skips $dropped", '0 0',
-		'entry site: one session cannot fill the backstop');
-	is($dealloc + $entries, 601, 'entry site: dealloc + entries = 601');
-	cmp_ok($entries, '<=', 100, 'entry site: entries <= max after the block');
-	is($alloc, $entries, 'entry site: entries_allocated = entries');
+	{
+		my ($skips, $dropped, $dealloc, $entries, $alloc) = split /\|/,
+		  info($node,
+			'backstop_skips, dropped, dealloc, entries, entries_allocated');
+		is("$skips $dropped", '0 0',
+			'entry site: one session cannot fill the backstop');
+		is($dealloc + $entries, 601, 'entry site: dealloc + entries = 601');
+		cmp_ok($entries, '<=', 100,
+			'entry site: entries <= max after the block');
+		is($alloc, $entries, 'entry site: entries_allocated = entries');
+	}
 	is( check(
 			$node,
 			q{SELECT count(*) = sum(calls) FROM pgss_ng WHERE NOT toplevel}),
