@@ -5,8 +5,10 @@
 #                      non-root user that can write this directory:
 #                        make check-regress   pg_regress suite (sql/ -> expected/)
 #                                             on a throwaway instance in tmp_check/
+#                        make check-isolation isolation suite (specs/ -> expected/)
 #                        make check-tap       TAP suite (prove t/*.pl)
-#                        make test            both
+#                        make test            all three
+#                        make check-valgrind  opt-in: pg_regress under memcheck
 #                      ("make check" is PGXS's and cannot be overridden.)
 
 MODULE_big = pgss_ng

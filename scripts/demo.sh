@@ -87,7 +87,7 @@ as_pg "${PGBENCH[@]}" -c 4 -j 2 -T 10 postgres
 say "Top 10 statements by total_exec_time (pgss_ng view)"
 as_pg "${PSQL[@]}" -P pager=off <<'SQL'
 SELECT calls,
-       round(total_exec_time::numeric)    AS total_exec_ms,
+       round(total_exec_time::numeric, 2) AS total_exec_ms,
        round(mean_exec_time::numeric, 3)  AS mean_exec_ms,
        rows,
        left(query, 60)                    AS query

@@ -6,7 +6,8 @@
 #   (b) the isolation suite (specs/*.spec)                   -- make check-isolation
 #   (c) the TAP suite (t/*.pl)                               -- make check-tap
 # Each suite starts its own temporary server(s). Run as root.
-# The last line printed is "N passed, N failed" (regression tests + TAP files).
+# The last line printed is "N passed, N failed" (regression and isolation
+# tests + TAP files, over both passes: with assertions, then release).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
