@@ -18,6 +18,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use PgssNgTest;
+
 my $node = PostgreSQL::Test::Cluster->new('exact_count');
 $node->init;
 $node->append_conf(
@@ -87,12 +89,7 @@ $nxacts //= -1;
 
 # Wait for every other client backend to be gone: a backend leaves
 # pg_stat_activity after its before_shmem_exit flush has run.
-ok( $node->poll_query_until(
-		'postgres',
-		q{SELECT count(*) FROM pg_stat_activity
-		  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()},
-		'0'),
-	'all pgbench backends have exited');
+wait_for_clients_gone($node, 'all pgbench backends have exited');
 
 # Independent count of the executions of the writing statements.
 is( $node->safe_psql(

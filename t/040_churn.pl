@@ -25,6 +25,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use PgssNgTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
@@ -48,14 +50,8 @@ max_connections = 20
 });
 $node->start;
 
-# An empty table of 100 columns c1 .. c100.
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION pgss_ng;
-SELECT format('CREATE TABLE w (%s)',
-			  string_agg(format('c%s int', i), ', ' ORDER BY i))
-FROM generate_series(1, 100) i \gexec
-});
+$node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
+create_wide_table($node, 'w', 100);
 
 # The hot statements: "SELECT count(*) FROM w WHERE cH = H", normalized to
 # "... = $1", H = 1 .. 20.  Client scripts: cold statement number n of a
@@ -155,12 +151,7 @@ cmp_ok($max_alloc, '>=', $max - $max * 5 / 100,
 	'the sampler saw a full table');
 
 # Every client backend flushes at exit; wait until they are gone.
-ok( $node->poll_query_until(
-		'postgres',
-		q{SELECT count(*) FROM pg_stat_activity
-		  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()},
-		'0'),
-	'all client backends have exited');
+wait_for_clients_gone($node, 'all client backends have exited');
 
 # Read everything in one statement, made before this statement's own entry.
 my ($dealloc, $entries, $alloc, $skips, $dropped) = split /\|/,

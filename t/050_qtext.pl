@@ -32,6 +32,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use PgssNgTest;
+
 my $limit = 256 * 1024;
 
 my $node = PostgreSQL::Test::Cluster->new('qtext');
@@ -69,9 +71,6 @@ FROM pgss_ng_info i,
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION pgss_ng;
-SELECT format('CREATE TABLE w (%s)',
-			  string_agg(format('c%s int', i), ', ' ORDER BY i))
-FROM generate_series(1, 100) i \gexec
 CREATE TABLE samples (b bigint, l bigint);
 CREATE TABLE big_t (big_probe int);
 CREATE TABLE dedup_t (dedup_probe int);
@@ -80,6 +79,7 @@ CREATE TABLE "表" ("列名" int, "😀" int);
 CREATE ROLE r2 LOGIN;
 CREATE DATABASE db2;
 });
+create_wide_table($node, 'w', 100);
 $node->safe_psql('db2', q{
 CREATE TABLE dedup_t (dedup_probe int);
 GRANT SELECT ON dedup_t TO PUBLIC;

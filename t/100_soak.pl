@@ -37,6 +37,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use PgssNgTest;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
 
@@ -374,12 +376,7 @@ cmp_ok($max_entries, '>=', $max - $max * 5 / 100,
 	'the table was full while sampled');
 
 # Every client backend flushes at exit; wait until they are gone.
-ok( $node->poll_query_until(
-		'postgres',
-		q{SELECT count(*) FROM pg_stat_activity
-		  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()},
-		'0'),
-	'all client backends have exited');
+wait_for_clients_gone($node, 'all client backends have exited');
 
 # The tables count the writing statements' executions independently of
 # pgbench.
