@@ -188,6 +188,10 @@ file_write(StatFile *f, const void *data, Size len)
 	}
 }
 
+/*
+ * file_write_uint32
+ *		file_write() of one uint32, in the machine's byte order.
+ */
 static void
 file_write_uint32(StatFile *f, uint32 v)
 {
