@@ -43,8 +43,9 @@ ENCODING = UTF8
 # Only so that "make clean" removes tmp_check/.
 TAP_TESTS = 1
 
-# Isolation tests: one per specs/NAME.spec (compared with expected/NAME.out).
-ISOLATION_TESTS = $(sort $(patsubst specs/%.spec,%,$(wildcard specs/*.spec)))
+# Isolation tests (PGXS's ISOLATION): one per specs/NAME.spec, compared with
+# expected/NAME.out.  Run by "make check-isolation" on a temp instance.
+ISOLATION = $(sort $(patsubst specs/%.spec,%,$(wildcard specs/*.spec)))
 
 # Rebuild objects when a header they include changes.
 override autodepend = yes
@@ -65,15 +66,15 @@ EXTRA_CLEAN += output_iso
 test: check-regress check-isolation check-tap
 
 check-isolation:
-ifneq ($(strip $(ISOLATION_TESTS)),)
+ifneq ($(strip $(ISOLATION)),)
 	rm -rf '$(CURDIR)'/tmp_check_iso output_iso
 	$(PG_ISOLATION_BIN) \
 	  --temp-instance='$(CURDIR)'/tmp_check_iso \
 	  --temp-config=$(srcdir)/sql/pgss_ng.conf \
 	  --bindir='$(bindir)' \
 	  --inputdir=$(srcdir) --outputdir='$(CURDIR)'/output_iso \
-	  $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS) \
-	  $(ISOLATION_TESTS)
+	  $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS) $(ISOLATION_OPTS) \
+	  $(ISOLATION)
 else
 	@echo "check-isolation: no specs/*.spec, nothing to run"
 endif

@@ -163,7 +163,7 @@ for pass in $PASSES; do
     status_before=$status
     status=0
     run_regress_suite regression check-regress REGRESS "$WORK" "sql/*.sql"
-    run_regress_suite isolation check-isolation ISOLATION_TESTS "$WORK/output_iso" "specs/*.spec"
+    run_regress_suite isolation check-isolation ISOLATION "$WORK/output_iso" "specs/*.spec"
     run_tap_suite
     if [ "$status" -eq 0 ]; then
         rm -rf "$WORK"
