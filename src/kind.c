@@ -374,22 +374,59 @@ forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
 }
 
 /*
+ * InterruptHoldoffCount when the tracking code was entered (set by its
+ * entry points, pgss_ng_tracking_begin()).  Every LWLock held raises that
+ * count, so 0 means the caller held no LWLock.
+ */
+static uint32 tracking_holdoff = 0;
+
+/*
+ * pgss_ng_tracking_begin
+ *		Called by the entry points of tracking code (hooks, the writer)
+ *		before their PG_TRY: remember whether the caller holds LWLocks.
+ *		Hooks nearly never run under one, but they can (an SQL function
+ *		called by a btree comparison under a buffer lock, with track = all).
+ */
+void
+pgss_ng_tracking_begin(void)
+{
+	tracking_holdoff = InterruptHoldoffCount;
+}
+
+/*
+ * release_locks_or_rethrow
+ *		In a PG_CATCH of tracking code: release every LWLock, which are then
+ *		all ours, or, if the caller held LWLocks when tracking began, leave
+ *		them all and re-throw the ERROR, so that the transaction's abort
+ *		releases them (an ERROR reaches the user's statement then: rare, and
+ *		safer than releasing a lock its caller relies on).
+ */
+static void
+release_locks_or_rethrow(void)
+{
+	if (tracking_holdoff > 0)
+		PG_RE_THROW();
+	LWLockReleaseAll();
+}
+
+/*
  * pgss_ng_swallow_error
  *		Turn the ERROR being handled into a LOG line ("pgss_ng could not
  *		<what>: <message>") and clear it.
  *
  * For the PG_CATCH blocks of statistics code that runs inside a user's
- * statement.  That code is only entered with no LWLock held (hooks), so
- * LWLockReleaseAll() releases exactly the locks it took (partition, entry,
- * alloc, qtext...).  Memory: switches back to oldcxt; the error data is
- * freed.
+ * statement.  When the caller held no LWLock at pgss_ng_tracking_begin(),
+ * LWLockReleaseAll() releases exactly the locks this code took (partition,
+ * entry, alloc, qtext...); otherwise the ERROR is re-thrown
+ * (release_locks_or_rethrow).  Memory: switches back to oldcxt; the error
+ * data is freed.
  */
 void
 pgss_ng_swallow_error(MemoryContext oldcxt, const char *what)
 {
 	ErrorData  *edata;
 
-	LWLockReleaseAll();
+	release_locks_or_rethrow();
 	MemoryContextSwitchTo(oldcxt);
 	edata = CopyErrorData();
 	FlushErrorState();
@@ -403,7 +440,9 @@ pgss_ng_swallow_error(MemoryContext oldcxt, const char *what)
 
 /*
  * insert_guarded
- *		dshash_find_or_insert() that cannot throw into the caller.
+ *		dshash_find_or_insert() that does not throw into the caller (unless
+ *		the caller held LWLocks when tracking began: see
+ *		release_locks_or_rethrow).
  *
  * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
  * slots exhausted); it leaves the hash consistent but its partition lock(s)
@@ -546,11 +585,12 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	PG_CATCH();
 	{
 		/*
-		 * Not published: give the body back.  Our callers run from hooks,
-		 * entered with no LWLock held, so releasing all of them releases
-		 * the alloc lock and whatever init held, before free_cb needs them.
+		 * Not published: give the body back.  Release the alloc lock and
+		 * whatever init held first, as free_cb needs them (or, under a
+		 * caller's LWLock, re-throw and leave the body: see
+		 * release_locks_or_rethrow).
 		 */
-		LWLockReleaseAll();
+		release_locks_or_rethrow();
 		pg_atomic_write_u32(&shared->refcount, 0);
 		shared->dropped = PGSS_NG_DROP_RESET;
 		free_body(kind, body, shared);

@@ -213,6 +213,7 @@ typedef enum PgssNgCreateResult
 } PgssNgCreateResult;
 
 /* error containment for code running inside a user's statement */
+extern void pgss_ng_tracking_begin(void);
 extern void pgss_ng_swallow_error(MemoryContext oldcxt, const char *what);
 
 /* setup, in the postmaster */

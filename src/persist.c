@@ -332,6 +332,7 @@ restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
 	volatile bool wellformed = true;
 	volatile bool done = false;
 
+	pgss_ng_tracking_begin();
 	PG_TRY();
 	{
 		bool		r = false;

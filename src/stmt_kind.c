@@ -472,6 +472,7 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 	 * pinned for the session anyway, and one left by a failed creation
 	 * must not be reported to the user as a leak at commit.
 	 */
+	pgss_ng_tracking_begin();
 	CurrentResourceOwner = NULL;
 	PG_TRY();
 	{
@@ -507,6 +508,7 @@ pgss_ng_flush(bool force)
 	if (pgss_ng_stmt_kind.area == NULL || pgss_ng_stmt_kind.npending == 0)
 		return;
 
+	pgss_ng_tracking_begin();
 	CurrentResourceOwner = NULL;	/* see pgss_ng_store() */
 	PG_TRY();
 	{
