@@ -498,12 +498,12 @@ find_ref(PgssNgKind *kind, const void *key, bool want_ref,
 }
 
 /*
- * pgss_ng_kind_backstop
+ * backstop
  *		Most bodies (live + dropped, not yet freed) that may exist at once:
  *		max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA).
  */
-int
-pgss_ng_kind_backstop(PgssNgKind *kind)
+static int
+backstop(PgssNgKind *kind)
 {
 	return kind->max_entries + Min(kind->max_entries,
 								   PGSS_NG_BACKSTOP_MAX_EXTRA);
@@ -552,7 +552,7 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	}
 
 	if (pg_atomic_read_u32(&ks->entries_allocated) >=
-		(uint32) pgss_ng_kind_backstop(kind))
+		(uint32) backstop(kind))
 	{
 		LWLockRelease(kind->alloc_lock);
 		pg_atomic_fetch_add_u64(&ks->backstop_skips, 1);
@@ -766,8 +766,8 @@ find_live_pending(PgssNgKind *kind, const void *key)
  *		the shared entry if needed and holding a reference to it until the
  *		pending data is flushed.
  *
- * Returns NULL when the entry could not be made (*result says why); the
- * caller then counts what it wanted to record as dropped.  Before adding a
+ * Returns NULL when the entry could not be made (backstop reached, or out
+ * of shared memory); the caller then counts what it wanted to record as dropped.  Before adding a
  * new pending entry past max_pending(), everything pending is flushed,
  * so a backend's pending memory stays bounded however many distinct keys a
  * single statement or transaction touches.
@@ -776,8 +776,7 @@ find_live_pending(PgssNgKind *kind, const void *key)
  */
 void *
 pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
-						 PgssNgInitSharedFn init, void *arg,
-						 PgssNgCreateResult *result)
+						 PgssNgInitSharedFn init, void *arg)
 {
 	void	   *live;
 	void	   *pe;
@@ -790,7 +789,6 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	live = find_live_pending(kind, key);
 	if (live != NULL)
 	{
-		*result = PGSS_NG_EXISTS;
 		return PENDING_DATA(kind, live);
 	}
 
@@ -814,7 +812,6 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	}
 	PG_END_TRY();
 
-	*result = r;
 	if (r == PGSS_NG_FULL || r == PGSS_NG_OUT_OF_MEMORY)
 	{
 		hash_search(kind->pending, key, HASH_REMOVE, NULL);

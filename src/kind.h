@@ -228,8 +228,7 @@ extern PgssNgCreateResult pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 											  PgssNgInitSharedFn init,
 											  void *arg);
 extern void *pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
-									  PgssNgInitSharedFn init, void *arg,
-									  PgssNgCreateResult *result);
+									  PgssNgInitSharedFn init, void *arg);
 extern bool pgss_ng_kind_flush(PgssNgKind *kind, bool force);
 
 /* readers and maintenance */
@@ -258,7 +257,6 @@ extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
 extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
 extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 										  int64 backstop_skips);
-extern int	pgss_ng_kind_backstop(PgssNgKind *kind);
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
 
 /* persistence */

@@ -401,7 +401,6 @@ store_internal(const char *query, uint64 queryid, int query_location,
 	PgssNgStmtKey key;
 	StmtInitArg ia;
 	PgssNgCounters *pending;
-	PgssNgCreateResult result;
 	char	   *norm_query = NULL;
 
 	if (!pgss_ng_kind_attach(sk))
@@ -435,7 +434,7 @@ store_internal(const char *query, uint64 queryid, int query_location,
 	ia.len = query_len;
 	ia.normalized = false;
 
-	pending = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia, &result);
+	pending = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia);
 	if (pending == NULL)
 	{
 		pgss_ng_count_dropped(1);
