@@ -18,8 +18,9 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-PGBIN=/usr/lib/postgresql/15/bin
+# PG_CONFIG selects another installation of PostgreSQL 15 (default: Debian's).
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PGBIN=$("$PG_CONFIG" --bindir)
 
 # The suites run twice: first against a build with the extension's own
 # assertions enabled (-DUSE_ASSERT_CHECKING), then against the normal build,
@@ -148,8 +149,8 @@ run_tap_suite() {
 for pass in $PASSES; do
     echo "=== test: pass \"$pass\": building and installing pgss_ng"
     case $pass in
-        assert)  PGSS_NG_ASSERTS=1 bash scripts/build.sh ;;
-        release) bash scripts/build.sh ;;
+        assert)  PG_CONFIG="$PG_CONFIG" PGSS_NG_ASSERTS=1 bash scripts/build.sh ;;
+        release) PG_CONFIG="$PG_CONFIG" bash scripts/build.sh ;;
         *) echo "test.sh: unknown pass \"$pass\"" >&2; exit 1 ;;
     esac
 
