@@ -978,6 +978,23 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 }
 
 /*
+ * pgss_ng_kind_set_max_entries / pgss_ng_kind_max_entries
+ *		Set or read the number of live entries eviction keeps to, as this
+ *		process sees it (each process sets it from its configuration).
+ */
+void
+pgss_ng_kind_set_max_entries(PgssNgKind *kind, int max_entries)
+{
+	kind->max_entries = max_entries;
+}
+
+int
+pgss_ng_kind_max_entries(PgssNgKind *kind)
+{
+	return kind->max_entries;
+}
+
+/*
  * pgss_ng_kind_restore_counters
  *		Add the event counters read back from disk (to whatever was counted
  *		since the start, if anything).

@@ -254,6 +254,8 @@ typedef struct PgssNgKindCounters
 } PgssNgKindCounters;
 
 extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
+extern void pgss_ng_kind_set_max_entries(PgssNgKind *kind, int max_entries);
+extern int	pgss_ng_kind_max_entries(PgssNgKind *kind);
 extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
 extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 										  int64 backstop_skips);

@@ -62,7 +62,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "pgss_ng.h"
+#include "persist.h"
+#include "stmt_kind.h"
 
 #define PGSS_NG_STAT_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/pgss_ng.stat"
 #define PGSS_NG_STAT_TMPFILE	PGSS_NG_STAT_FILE ".tmp"
@@ -107,16 +108,29 @@ typedef struct StatFile
 
 static volatile sig_atomic_t shutdown_requested = false;
 
+/* GUC pgss_ng.save: write the stats file at shutdown, read it at start */
+static bool persist_save = true;
+
 PGDLLEXPORT void pgss_ng_writer_main(Datum main_arg);
 
 /*
- * pgss_ng_register_writer
- *		Register the writer worker (from _PG_init, while preloading).
+ * pgss_ng_persist_init
+ *		Define pgss_ng.save and register the writer worker.  Called from
+ *		_PG_init while preloading.
  */
 void
-pgss_ng_register_writer(void)
+pgss_ng_persist_init(void)
 {
 	BackgroundWorker worker;
+
+	DefineCustomBoolVariable("pgss_ng.save",
+							 "Save pgss_ng statistics across server shutdowns.",
+							 NULL,
+							 &persist_save,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
@@ -479,7 +493,7 @@ load_stats_file(void)
 		}
 	}
 
-	for (i = 0; i < nrec && loaded + skipped < (Size) kind->max_entries; i++)
+	for (i = 0; i < nrec && loaded + skipped < (Size) pgss_ng_kind_max_entries(kind); i++)
 	{
 		uint32		reclen = 0;
 		bool		restored = false;
@@ -561,7 +575,7 @@ pgss_ng_writer_main(Datum main_arg)
 	 * stray SIGTERM finds the statistics live, and the file it wrote then
 	 * is stale.
 	 */
-	if (pgss_ng_save && !pgss_ng_info_shared->loaded)
+	if (persist_save && !pgss_ng_info_shared->loaded)
 		load_stats_file();
 	else
 		unlink(PGSS_NG_STAT_FILE);
@@ -593,7 +607,7 @@ pgss_ng_writer_main(Datum main_arg)
 				(errmsg("pgss_ng writer saves statistics while %u processes are still attached",
 						pgss_ng_kind_attached(kind) - 1)));
 
-	if (pgss_ng_save)
+	if (persist_save)
 		write_stats_file();
 	else
 		unlink(PGSS_NG_STAT_FILE);

@@ -25,19 +25,26 @@
 #include "tcop/utility.h"
 #include "utils/guc.h"
 
-#include "pgss_ng.h"
+#include "persist.h"
+#include "qtext.h"
+#include "stmt_kind.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* GUC values */
-int			pgss_ng_max = 5000;
-int			pgss_ng_track = PGSS_NG_TRACK_TOP;
-bool		pgss_ng_track_utility = true;
-bool		pgss_ng_track_planning = false;
-bool		pgss_ng_save = true;
-int			pgss_ng_query_text_memory = 16384;	/* kB */
+/* Values of pgss_ng.track */
+typedef enum PgssNgTrackLevel
+{
+	PGSS_NG_TRACK_NONE,
+	PGSS_NG_TRACK_TOP,
+	PGSS_NG_TRACK_ALL
+} PgssNgTrackLevel;
+
+/* GUCs read by the hooks */
+static int	pgss_ng_track = PGSS_NG_TRACK_TOP;
+static bool pgss_ng_track_utility = true;
+static bool pgss_ng_track_planning = false;
 
 static const struct config_enum_entry track_options[] =
 {
@@ -92,7 +99,6 @@ typedef struct UsageMeasure
 
 static void usage_start(UsageMeasure *m);
 static void usage_stop(UsageMeasure *m);
-static void pgss_ng_assign_max(int newval, void *extra);
 static void pgss_ng_shmem_request(void);
 static void pgss_ng_shmem_startup(void);
 static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
@@ -114,7 +120,9 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 /*
  * _PG_init
- *		Define the GUCs and, when preloaded, install the hooks.
+ *		When preloaded: let each module define its GUCs (the hooks' own
+ *		here, pgss_ng.max in stmt_kind.c, pgss_ng.query_text_memory in
+ *		qtext.c, pgss_ng.save in persist.c) and install the hooks.
  *
  * Loaded without shared_preload_libraries (e.g. by CREATE EXTENSION), the
  * module installs nothing; its SQL functions then raise an ERROR.
@@ -127,27 +135,8 @@ _PG_init(void)
 
 	EnableQueryId();
 
-	DefineCustomIntVariable("pgss_ng.max",
-							"Sets the maximum number of statements tracked by pgss_ng.",
-							NULL,
-							&pgss_ng_max,
-							5000,
-							100,
-							INT_MAX / 4,
-							PGC_SIGHUP,
-							0,
-							NULL, pgss_ng_assign_max, NULL);
-
-	DefineCustomIntVariable("pgss_ng.query_text_memory",
-							"Sets the shared memory available to the query texts of pgss_ng.",
-							NULL,
-							&pgss_ng_query_text_memory,
-							16384,
-							256,
-							INT_MAX / 2,
-							PGC_POSTMASTER,
-							GUC_UNIT_KB,
-							NULL, NULL, NULL);
+	pgss_ng_stmt_init();
+	pgss_ng_qtext_init();
 
 	DefineCustomEnumVariable("pgss_ng.track",
 							 "Selects which statements are tracked by pgss_ng.",
@@ -177,18 +166,10 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("pgss_ng.save",
-							 "Save pgss_ng statistics across server shutdowns.",
-							 NULL,
-							 &pgss_ng_save,
-							 true,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
+	/* the writer's GUC and worker */
+	pgss_ng_persist_init();
 
 	MarkGUCPrefixReserved("pgss_ng");
-
-	pgss_ng_register_writer();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = pgss_ng_shmem_request;
@@ -236,18 +217,6 @@ usage_stop(UsageMeasure *m)
 	BufferUsageAccumDiff(&m->bufusage, &pgBufferUsage, &m->bufusage_start);
 	memset(&m->walusage, 0, sizeof(WalUsage));
 	WalUsageAccumDiff(&m->walusage, &pgWalUsage, &m->walusage_start);
-}
-
-/*
- * pgss_ng_assign_max
- *		GUC assign hook of pgss_ng.max, in every process that (re)loads the
- *		configuration: the statement kind evicts down to the new value at
- *		this backend's next flush.
- */
-static void
-pgss_ng_assign_max(int newval, void *extra)
-{
-	pgss_ng_stmt_kind.max_entries = newval;
 }
 
 /*

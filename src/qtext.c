@@ -28,11 +28,15 @@
 #include "lib/dshash.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "qtext.h"
 
 #define QTEXT_LOCK_NAME		"pgss_ng_qtext"
+
+/* GUC pgss_ng.query_text_memory: the arena's cap, in kB */
+static int	qtext_memory_kb = 16384;
 
 typedef struct QtextNode
 {
@@ -98,6 +102,27 @@ dedup_params(void)
 }
 
 /*
+ * pgss_ng_qtext_init
+ *		Define pgss_ng.query_text_memory, the arena's cap (kB, fixed at
+ *		server start).  Called from _PG_init while preloading.
+ */
+void
+pgss_ng_qtext_init(void)
+{
+	DefineCustomIntVariable("pgss_ng.query_text_memory",
+							"Sets the shared memory available to the query "
+							"texts of pgss_ng.",
+							NULL,
+							&qtext_memory_kb,
+							16384,
+							256,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
+
+/*
  * pgss_ng_qtext_shmem_request
  *		Request the pgss_ng_qtext named LWLock (shmem_request_hook).
  */
@@ -120,11 +145,11 @@ pgss_ng_qtext_shmem_size(void)
 /*
  * pgss_ng_qtext_shmem_startup
  *		Create or find the arena's control block; hash_tranche names the
- *		dedup hash's partition locks, limit_bytes caps the arena.  Called
- *		with AddinShmemInitLock held.
+ *		dedup hash's partition locks, pgss_ng.query_text_memory caps the
+ *		arena.  Called with AddinShmemInitLock held.
  */
 void
-pgss_ng_qtext_shmem_startup(int hash_tranche, int64 limit_bytes)
+pgss_ng_qtext_shmem_startup(int hash_tranche)
 {
 	bool		found;
 
@@ -136,7 +161,7 @@ pgss_ng_qtext_shmem_startup(int hash_tranche, int64 limit_bytes)
 	{
 		qtext_shared->dedup_handle = InvalidDsaPointer;
 		qtext_shared->hash_tranche = hash_tranche;
-		qtext_shared->limit_bytes = limit_bytes;
+		qtext_shared->limit_bytes = (int64) qtext_memory_kb * 1024;
 		qtext_shared->bytes = 0;
 		qtext_shared->count = 0;
 		qtext_shared->dropped = 0;

@@ -28,9 +28,10 @@ typedef struct PgssNgQtextStats
 	int64		dropped;		/* texts that could not be stored */
 } PgssNgQtextStats;
 
+extern void pgss_ng_qtext_init(void);
 extern void pgss_ng_qtext_shmem_request(void);
 extern Size pgss_ng_qtext_shmem_size(void);
-extern void pgss_ng_qtext_shmem_startup(int hash_tranche, int64 limit_bytes);
+extern void pgss_ng_qtext_shmem_startup(int hash_tranche);
 
 extern dsa_pointer pgss_ng_qtext_store(dsa_area *area, const char *text,
 									   int len);

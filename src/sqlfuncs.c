@@ -29,8 +29,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pgss_ng.h"
 #include "qtext.h"
+#include "stmt_kind.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_reset);

@@ -20,13 +20,14 @@
 #include "replication/walsender.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "normalize.h"
-#include "pgss_ng.h"
 #include "qtext.h"
+#include "stmt_kind.h"
 
 /* Pending entries allowed per backend before an early flush. */
 #define PGSS_NG_MAX_PENDING		256
@@ -58,6 +59,9 @@ static const PgssNgKindInfo stmt_kind_info = {
 PgssNgKind	pgss_ng_stmt_kind = {.info = &stmt_kind_info};
 PgssNgInfo *pgss_ng_info_shared = NULL;
 
+/* GUC pgss_ng.max: most live statement entries (eviction keeps to it) */
+static int	stmt_max = 5000;
+
 /*
  * What the init callback stores in a new entry: a normalized text, or the
  * statement's location in its source string (cut by CleanQuerytext() only
@@ -71,6 +75,38 @@ typedef struct StmtInitArg
 	bool		normalized;		/* text is a normalized text */
 } StmtInitArg;
 
+
+/*
+ * stmt_assign_max
+ *		GUC assign hook of pgss_ng.max, in every process that (re)loads the
+ *		configuration: the statement kind evicts down to the new value at
+ *		this backend's next flush.
+ */
+static void
+stmt_assign_max(int newval, void *extra)
+{
+	pgss_ng_kind_set_max_entries(&pgss_ng_stmt_kind, newval);
+}
+
+/*
+ * pgss_ng_stmt_init
+ *		Define pgss_ng.max.  Called from _PG_init while preloading.
+ */
+void
+pgss_ng_stmt_init(void)
+{
+	DefineCustomIntVariable("pgss_ng.max",
+							"Sets the maximum number of statements tracked "
+							"by pgss_ng.",
+							NULL,
+							&stmt_max,
+							5000,
+							100,
+							INT_MAX / 4,
+							PGC_SIGHUP,
+							0,
+							NULL, stmt_assign_max, NULL);
+}
 
 /*
  * pgss_ng_stmt_shmem_size
@@ -111,9 +147,8 @@ pgss_ng_stmt_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
 	pgss_ng_kind_shmem_startup(&pgss_ng_stmt_kind, "pgss_ng statements");
-	pgss_ng_stmt_kind.max_entries = pgss_ng_max;
-	pgss_ng_qtext_shmem_startup(pgss_ng_stmt_kind.shared->hash_tranche,
-								(int64) pgss_ng_query_text_memory * 1024);
+	pgss_ng_kind_set_max_entries(&pgss_ng_stmt_kind, stmt_max);
+	pgss_ng_qtext_shmem_startup(pgss_ng_stmt_kind.shared->hash_tranche);
 
 	pgss_ng_info_shared = ShmemInitStruct("pgss_ng info", sizeof(PgssNgInfo),
 										  &found);

@@ -1,17 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * pgss_ng.h
- *	  Declarations shared by the statement-tracking parts of pgss_ng: the
- *	  statement kind's key and counters, the GUCs, the hooks' entry point
- *	  into the kind, and the info counters.
+ * stmt_kind.h
+ *	  The statement kind (stmt_kind.c): its key and counters, the info
+ *	  counters, and the entry points the hooks, the SQL functions and the
+ *	  writer use.
  *
  * Locking: the statement kind's shared data is protected by the entry lock
  * of the kind layer (see kind.h); PgssNgInfo by its spinlock.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGSS_NG_H
-#define PGSS_NG_H
+#ifndef PGSS_NG_STMT_KIND_H
+#define PGSS_NG_STMT_KIND_H
 
 #include "executor/instrument.h"
 #include "jit/jit.h"
@@ -99,25 +99,11 @@ typedef struct PgssNgInfo
 	bool		loaded;			/* the writer has read the stats file */
 } PgssNgInfo;
 
-/* GUC values */
-typedef enum PgssNgTrackLevel
-{
-	PGSS_NG_TRACK_NONE,
-	PGSS_NG_TRACK_TOP,
-	PGSS_NG_TRACK_ALL
-} PgssNgTrackLevel;
-
-extern int	pgss_ng_max;
-extern int	pgss_ng_track;
-extern bool pgss_ng_track_utility;
-extern bool pgss_ng_track_planning;
-extern bool pgss_ng_save;
-extern int	pgss_ng_query_text_memory;	/* kB */
-
 /* the statement kind (stmt_kind.c) */
 extern PgssNgKind pgss_ng_stmt_kind;
 extern PgssNgInfo *pgss_ng_info_shared;
 
+extern void pgss_ng_stmt_init(void);
 extern Size pgss_ng_stmt_shmem_size(void);
 extern void pgss_ng_stmt_shmem_request(void);
 extern void pgss_ng_stmt_shmem_startup(void);
@@ -132,7 +118,4 @@ extern void pgss_ng_store(const char *query, uint64 queryid,
 extern void pgss_ng_flush(bool force);
 extern void pgss_ng_count_dropped(int64 n);
 
-/* persistence (persist.c) */
-extern void pgss_ng_register_writer(void);
-
-#endif							/* PGSS_NG_H */
+#endif							/* PGSS_NG_STMT_KIND_H */
