@@ -16,6 +16,7 @@ OBJS = \
 	src/pgss_ng.o \
 	src/kind.o \
 	src/stmt_kind.o \
+	src/stmt_kind_io.o \
 	src/normalize.o \
 	src/qtext.o \
 	src/sqlfuncs.o \

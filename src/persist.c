@@ -25,7 +25,7 @@
  *		pgss_ng.save off it removes any old file instead.  It then exits
  *		with code 1: if the SIGTERM was not a shutdown, the postmaster
  *		starts it again, and the new writer, finding the statistics already
- *		loaded (PgssNgInfo.loaded), removes that file instead of reading it.
+ *		loaded (pgss_ng_stmt_loaded()), removes that file instead of reading it.
  *	  - one saved entry that cannot be re-created (an ERROR, e.g. no DSM
  *		segment could be made) is logged and skipped; the rest still load.
  *	  - on SIGQUIT (immediate shutdown, crash of another process) it exits
@@ -33,7 +33,7 @@
  *
  * File format (all integers in the machine's byte order):
  *	  uint32 magic, uint32 format version, uint32 PostgreSQL major version,
- *	  uint32 length of the info block, the info block (PersistInfo),
+ *	  uint32 length of the info block, the info block (PgssNgSavedInfo),
  *	  uint32 number of records, then per record uint32 length + the kind's
  *	  serialized entry (to_serialized_cb), and last the CRC-32C of all the
  *	  bytes before it.
@@ -72,15 +72,6 @@
 
 /* Longest the writer waits for backends to flush and detach (ms). */
 #define PGSS_NG_WRITER_WAIT_MS	30000
-
-/* Extension-wide counters saved with the entries. */
-typedef struct PersistInfo
-{
-	int64		dealloc;
-	int64		dropped;
-	int64		backstop_skips;
-	TimestampTz stats_reset;
-} PersistInfo;
 
 /* One serialized entry, kept apart for sorting by value before writing. */
 typedef struct SavedEntry
@@ -226,8 +217,7 @@ write_stats_file(void)
 	PgssNgKind *kind = &pgss_ng_stmt_kind;
 	WriteState	ws;
 	StatFile	f;
-	PersistInfo info;
-	PgssNgKindCounters kc;
+	PgssNgSavedInfo info;
 	int			i;
 
 	ws.size = 256;
@@ -237,14 +227,7 @@ write_stats_file(void)
 	pgss_ng_kind_foreach(kind, collect_entry, &ws);
 	qsort(ws.entries, ws.n, sizeof(SavedEntry), saved_entry_cmp);
 
-	pgss_ng_kind_counters(kind, &kc);
-	memset(&info, 0, sizeof(info));
-	info.dealloc = kc.dealloc;
-	info.backstop_skips = kc.backstop_skips;
-	SpinLockAcquire(&pgss_ng_info_shared->mutex);
-	info.dropped = pgss_ng_info_shared->dropped;
-	info.stats_reset = pgss_ng_info_shared->stats_reset;
-	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	pgss_ng_stmt_save_info(&info);
 
 	f.fd = OpenTransientFile(PGSS_NG_STAT_TMPFILE,
 							 O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
@@ -388,7 +371,7 @@ load_stats_file(void)
 				infolen,
 				nrec,
 				i;
-	PersistInfo info;
+	PgssNgSavedInfo info;
 	pg_crc32c	crc,
 				filecrc;
 	Size		loaded = 0;
@@ -514,11 +497,7 @@ load_stats_file(void)
 			skipped++;
 	}
 
-	pgss_ng_kind_restore_counters(kind, info.dealloc, info.backstop_skips);
-	SpinLockAcquire(&pgss_ng_info_shared->mutex);
-	pgss_ng_info_shared->dropped += info.dropped;
-	pgss_ng_info_shared->stats_reset = info.stats_reset;
-	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	pgss_ng_stmt_restore_info(&info);
 
 	if (skipped > 0)
 		ereport(LOG,
@@ -575,11 +554,11 @@ pgss_ng_writer_main(Datum main_arg)
 	 * stray SIGTERM finds the statistics live, and the file it wrote then
 	 * is stale.
 	 */
-	if (persist_save && !pgss_ng_info_shared->loaded)
+	if (persist_save && !pgss_ng_stmt_loaded())
 		load_stats_file();
 	else
 		unlink(PGSS_NG_STAT_FILE);
-	pgss_ng_info_shared->loaded = true;
+	pgss_ng_stmt_set_loaded();
 	MemoryContextReset(cxt);
 
 	while (!shutdown_requested)

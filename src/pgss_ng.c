@@ -261,7 +261,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 	if (prev_post_parse_analyze_hook)
 		prev_post_parse_analyze_hook(pstate, query, jstate);
 
-	if (pgss_ng_info_shared == NULL || !pgss_ng_enabled(exec_nested_level))
+	if (!pgss_ng_stmt_ready() || !pgss_ng_enabled(exec_nested_level))
 		return;
 
 	if (query->utilityStmt)
@@ -323,7 +323,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlannedStmt *result;
 	UsageMeasure m;
 
-	if (!(pgss_ng_info_shared != NULL &&
+	if (!(pgss_ng_stmt_ready() &&
 		  pgss_ng_enabled(plan_nested_level + exec_nested_level) &&
 		  pgss_ng_track_planning && query_string &&
 		  parse->queryId != UINT64CONST(0)))
@@ -365,7 +365,7 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	else
 		standard_ExecutorStart(queryDesc, eflags);
 
-	if (pgss_ng_info_shared != NULL &&
+	if (pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) &&
 		queryDesc->plannedstmt->queryId != UINT64CONST(0) &&
 		queryDesc->totaltime == NULL)
@@ -433,7 +433,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 {
 	uint64		queryId = queryDesc->plannedstmt->queryId;
 
-	if (pgss_ng_info_shared != NULL && queryId != UINT64CONST(0) &&
+	if (pgss_ng_stmt_ready() && queryId != UINT64CONST(0) &&
 		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level))
 	{
 		EState	   *estate = queryDesc->estate;
@@ -488,7 +488,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	uint64		rows;
 	UsageMeasure m;
 
-	tracked = pgss_ng_info_shared != NULL &&
+	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
 
 	if (!tracked || !pgss_ng_handled_utility(parsetree))

@@ -5,11 +5,17 @@
  *	  kind layer.  Key (userid, dbid, queryid, toplevel); pending data is a
  *	  PgssNgCounters; shared data adds the query text and timestamps.
  *
+ * This file is the only code that interprets the counters: counting one
+ * call, merging pending into shared counters, the min/max reset, what a
+ * reader sees (entries with calls, the time statistics), the snapshot
+ * copy and the saved record.  It also owns the info counters (PgssNgInfo)
+ * and the GUC pgss_ng.max.
+ *
  * Locking: counters in shared entries are changed only by the flush
- * callback (entry lock exclusive) and the reset callbacks (idem); the info
- * counters by their spinlock.  Nothing here raises an ERROR into the
- * user's statement: pgss_ng_store() catches what the layers below could
- * throw and counts the lost work as dropped.
+ * callback (entry lock exclusive) and the reset and update callbacks
+ * (idem); the info counters by their spinlock.  Nothing here raises an
+ * ERROR into the user's statement: pgss_ng_store() catches what the
+ * layers below could throw and counts the lost work as dropped.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +26,7 @@
 #include "replication/walsender.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -28,6 +35,7 @@
 #include "normalize.h"
 #include "qtext.h"
 #include "stmt_kind.h"
+#include "stmt_kind_int.h"
 
 /* Pending entries allowed per backend before an early flush. */
 #define PGSS_NG_MAX_PENDING		256
@@ -38,10 +46,6 @@ static double stmt_flush_pending(PgssNgKind *kind, const void *key,
 static void stmt_discard_pending(PgssNgKind *kind, const void *key,
 								 const void *pending_data);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
-static void stmt_to_serialized(PgssNgKind *kind, const void *key,
-							   const void *shared_data, StringInfo buf);
-static bool stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
-								 bool *restored);
 
 static const PgssNgKindInfo stmt_kind_info = {
 	.name = "pgss_ng",
@@ -52,8 +56,8 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
 	.free_cb = stmt_free,
-	.to_serialized_cb = stmt_to_serialized,
-	.from_serialized_cb = stmt_from_serialized,
+	.to_serialized_cb = pgss_ng_stmt_to_serialized,
+	.from_serialized_cb = pgss_ng_stmt_from_serialized,
 };
 
 PgssNgKind	pgss_ng_stmt_kind = {.info = &stmt_kind_info};
@@ -164,11 +168,34 @@ pgss_ng_stmt_shmem_startup(void)
 }
 
 /*
- * pgss_ng_count_dropped
+ * pgss_ng_stmt_ready
+ *		Is the statement kind set up (library preloaded, shared memory
+ *		made)?  The hooks record nothing otherwise.
+ */
+bool
+pgss_ng_stmt_ready(void)
+{
+	return pgss_ng_info_shared != NULL;
+}
+
+/*
+ * pgss_ng_stmt_attach
+ *		Attach this backend to the statement kind's shared entries, once.
+ *		False when the library was not preloaded (see pgss_ng_kind_attach).
+ */
+bool
+pgss_ng_stmt_attach(void)
+{
+	return pgss_ng_info_shared != NULL &&
+		pgss_ng_kind_attach(&pgss_ng_stmt_kind);
+}
+
+/*
+ * count_dropped
  *		Count n plannings/executions that could not be recorded.
  */
-void
-pgss_ng_count_dropped(int64 n)
+static void
+count_dropped(int64 n)
 {
 	SpinLockAcquire(&pgss_ng_info_shared->mutex);
 	pgss_ng_info_shared->dropped += n;
@@ -219,7 +246,7 @@ stmt_free(PgssNgKind *kind, void *shared_data)
 }
 
 /*
- * merge_counters
+ * pgss_ng_stmt_merge
  *		Add the counters of src (pending data) into dst (shared data).
  *
  * Calls, totals and block/WAL/JIT counters add up.  Means and sums of
@@ -227,16 +254,16 @@ stmt_free(PgssNgKind *kind, void *shared_data)
  * method (Chan et al.), so the result equals one pass over all calls up to
  * rounding.  min/max take the smaller/larger, and restart after a min/max
  * reset (have_minmax false); src's min/max are only used where
- * src_minmax[kind] is true.  Called with the entry lock held exclusively.
+ * src_minmax[phase] is true.  Called with the entry lock held exclusively.
  */
-static void
-merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
+void
+pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 			   const bool *src_minmax)
 {
 	PgssNgCounters *dst = &dst_sh->counters;
 	int			k;
 
-	for (k = 0; k < PGSS_NG_NUMKIND; k++)
+	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
 	{
 		int64		na = dst->calls[k];
 		int64		nb = src->calls[k];
@@ -269,32 +296,9 @@ merge_counters(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 		}
 	}
 
-	dst->rows += src->rows;
-	dst->shared_blks_hit += src->shared_blks_hit;
-	dst->shared_blks_read += src->shared_blks_read;
-	dst->shared_blks_dirtied += src->shared_blks_dirtied;
-	dst->shared_blks_written += src->shared_blks_written;
-	dst->local_blks_hit += src->local_blks_hit;
-	dst->local_blks_read += src->local_blks_read;
-	dst->local_blks_dirtied += src->local_blks_dirtied;
-	dst->local_blks_written += src->local_blks_written;
-	dst->temp_blks_read += src->temp_blks_read;
-	dst->temp_blks_written += src->temp_blks_written;
-	dst->blk_read_time += src->blk_read_time;
-	dst->blk_write_time += src->blk_write_time;
-	dst->temp_blk_read_time += src->temp_blk_read_time;
-	dst->temp_blk_write_time += src->temp_blk_write_time;
-	dst->wal_records += src->wal_records;
-	dst->wal_fpi += src->wal_fpi;
-	dst->wal_bytes += src->wal_bytes;
-	dst->jit_functions += src->jit_functions;
-	dst->jit_generation_time += src->jit_generation_time;
-	dst->jit_inlining_count += src->jit_inlining_count;
-	dst->jit_inlining_time += src->jit_inlining_time;
-	dst->jit_optimization_count += src->jit_optimization_count;
-	dst->jit_optimization_time += src->jit_optimization_time;
-	dst->jit_emission_count += src->jit_emission_count;
-	dst->jit_emission_time += src->jit_emission_time;
+#define MERGE_SUM(name, ctype, sqltype, measured) dst->name += src->name;
+	PGSS_NG_SUM_COUNTERS(MERGE_SUM)
+#undef MERGE_SUM
 }
 
 /*
@@ -314,18 +318,17 @@ stmt_flush_pending(PgssNgKind *kind, const void *key, void *shared_data,
 {
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
 	const PgssNgCounters *c = (const PgssNgCounters *) pending_data;
-	bool		first = sh->counters.calls[PGSS_NG_PLAN] +
-		sh->counters.calls[PGSS_NG_EXEC] == 0;
-	double		uses = (double) (c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC]);
+	bool		first = total_calls(&sh->counters) == 0;
+	double		uses = (double) total_calls(c);
 	bool		fresh = pending_since >= sh->minmax_reset_at;
-	bool		minmax[PGSS_NG_NUMKIND] = {fresh, fresh};
+	bool		minmax[PGSS_NG_NUMPHASE] = {fresh, fresh};
 
 	/*
 	 * Counts begun before a min/max reset hold a call that ended before it
 	 * (a pending entry is made when its first call ends): their min/max
 	 * must not become the new ones.  The calls still count.
 	 */
-	merge_counters(sh, c, minmax);
+	pgss_ng_stmt_merge(sh, c, minmax);
 	if (first && uses > 0)
 		uses -= 1;
 	return uses;
@@ -342,36 +345,36 @@ stmt_discard_pending(PgssNgKind *kind, const void *key,
 {
 	const PgssNgCounters *c = (const PgssNgCounters *) pending_data;
 
-	pgss_ng_count_dropped(c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC]);
+	count_dropped(total_calls(c));
 }
 
 /*
  * count_one
- *		Record one planning or execution in pending counters (backend-local,
- *		no lock).  total_time in ms.  Mean and variance by Welford's method.
+ *		Record one planning or execution (phase) in pending counters
+ *		(backend-local, no lock).  total_time in ms.  Mean and variance by Welford's method.
  */
 static void
-count_one(PgssNgCounters *c, PgssNgStoreKind kind, double total_time,
+count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
 		  uint64 rows, const BufferUsage *bufusage, const WalUsage *walusage,
 		  const JitInstrumentation *jitusage)
 {
-	c->calls[kind] += 1;
-	c->total_time[kind] += total_time;
-	if (c->calls[kind] == 1)
+	c->calls[phase] += 1;
+	c->total_time[phase] += total_time;
+	if (c->calls[phase] == 1)
 	{
-		c->min_time[kind] = total_time;
-		c->max_time[kind] = total_time;
-		c->mean_time[kind] = total_time;
+		c->min_time[phase] = total_time;
+		c->max_time[phase] = total_time;
+		c->mean_time[phase] = total_time;
 	}
 	else
 	{
-		double		old_mean = c->mean_time[kind];
+		double		old_mean = c->mean_time[phase];
 
-		c->mean_time[kind] += (total_time - old_mean) / c->calls[kind];
-		c->sum_var_time[kind] +=
-			(total_time - old_mean) * (total_time - c->mean_time[kind]);
-		c->min_time[kind] = Min(c->min_time[kind], total_time);
-		c->max_time[kind] = Max(c->max_time[kind], total_time);
+		c->mean_time[phase] += (total_time - old_mean) / c->calls[phase];
+		c->sum_var_time[phase] +=
+			(total_time - old_mean) * (total_time - c->mean_time[phase]);
+		c->min_time[phase] = Min(c->min_time[phase], total_time);
+		c->max_time[phase] = Max(c->max_time[phase], total_time);
 	}
 
 	c->rows += rows;
@@ -427,7 +430,7 @@ count_one(PgssNgCounters *c, PgssNgStoreKind kind, double total_time,
  */
 static void
 store_internal(const char *query, uint64 queryid, int query_location,
-			   int query_len, PgssNgStoreKind kind, bool toplevel,
+			   int query_len, PgssNgPhase phase, bool toplevel,
 			   double total_time, uint64 rows, const BufferUsage *bufusage,
 			   const WalUsage *walusage, const JitInstrumentation *jitusage,
 			   JumbleState *jstate)
@@ -472,10 +475,10 @@ store_internal(const char *query, uint64 queryid, int query_location,
 	pending = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia);
 	if (pending == NULL)
 	{
-		pgss_ng_count_dropped(1);
+		count_dropped(1);
 		return;
 	}
-	count_one(pending, kind, total_time, rows, bufusage, walusage, jitusage);
+	count_one(pending, phase, total_time, rows, bufusage, walusage, jitusage);
 }
 
 /*
@@ -490,7 +493,7 @@ store_internal(const char *query, uint64 queryid, int query_location,
  */
 void
 pgss_ng_store(const char *query, uint64 queryid, int query_location,
-			  int query_len, PgssNgStoreKind kind, bool toplevel,
+			  int query_len, PgssNgPhase phase, bool toplevel,
 			  double total_time, uint64 rows, const BufferUsage *bufusage,
 			  const WalUsage *walusage, const JitInstrumentation *jitusage,
 			  JumbleState *jstate)
@@ -510,7 +513,7 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 	CurrentResourceOwner = NULL;
 	PG_TRY();
 	{
-		store_internal(query, queryid, query_location, query_len, kind,
+		store_internal(query, queryid, query_location, query_len, phase,
 					   toplevel, total_time, rows, bufusage, walusage,
 					   jitusage, jstate);
 		CurrentResourceOwner = oldowner;
@@ -520,7 +523,7 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 		CurrentResourceOwner = oldowner;
 		pgss_ng_swallow_error(oldcxt, "record a statement");
 		if (jstate == NULL)
-			pgss_ng_count_dropped(1);
+			count_dropped(1);
 	}
 	PG_END_TRY();
 }
@@ -558,142 +561,4 @@ pgss_ng_flush(bool force)
 		pgss_ng_swallow_error(oldcxt, "flush statement statistics");
 	}
 	PG_END_TRY();
-}
-
-/*
- * One saved statement entry (persist.c writes these records as they are:
- * the file is only read back by the same format version and PostgreSQL
- * major version).  qlen bytes of query text follow; qlen -1: no text.
- */
-typedef struct StmtRecord
-{
-	PgssNgStmtKey key;
-	PgssNgCounters counters;
-	bool		have_minmax[PGSS_NG_NUMKIND];
-	int32		encoding;
-	int32		qlen;
-	TimestampTz stats_since;
-	TimestampTz minmax_stats_since;
-	double		usage;			/* eviction value when saved */
-} StmtRecord;
-
-/* What stmt_restore_init copies into a restored entry. */
-typedef struct StmtRestoreArg
-{
-	const StmtRecord *rec;
-	const char *text;
-} StmtRestoreArg;
-
-/*
- * stmt_to_serialized
- *		Append the record of one entry to buf.  Called by persist.c through
- *		pgss_ng_kind_foreach (entry lock held shared).  Memory: buf's.
- */
-static void
-stmt_to_serialized(PgssNgKind *kind, const void *key, const void *shared_data,
-				   StringInfo buf)
-{
-	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
-	StmtRecord	rec;
-	int			qlen;
-	char	   *text = pgss_ng_qtext_copy(kind->area, sh->qtext, &qlen);
-
-	memset(&rec, 0, sizeof(rec));
-	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
-	rec.counters = sh->counters;
-	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
-	rec.encoding = sh->encoding;
-	rec.qlen = text ? qlen : -1;
-	rec.stats_since = sh->stats_since;
-	rec.minmax_stats_since = sh->minmax_stats_since;
-	rec.usage = pgss_ng_kind_usage(shared_data);
-
-	appendBinaryStringInfo(buf, (const char *) &rec, sizeof(rec));
-	if (text)
-	{
-		appendBinaryStringInfo(buf, text, rec.qlen);
-		pfree(text);
-	}
-}
-
-/*
- * stmt_restore_init
- *		Init callback of a restored entry: counters, timestamps and text as
- *		saved.  Runs under the kind's alloc lock; never raises an ERROR.
- */
-static bool
-stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
-{
-	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
-	StmtRestoreArg *ra = (StmtRestoreArg *) arg;
-
-	sh->counters = ra->rec->counters;
-	memcpy(sh->have_minmax, ra->rec->have_minmax, sizeof(sh->have_minmax));
-	sh->encoding = ra->rec->encoding;
-	sh->stats_since = ra->rec->stats_since;
-	sh->minmax_stats_since = ra->rec->minmax_stats_since;
-	sh->qtext = ra->text ?
-		pgss_ng_qtext_store(kind->area, ra->text, ra->rec->qlen) :
-		InvalidDsaPointer;
-	return true;
-}
-
-/*
- * stmt_merge_saved
- *		Update callback: merge a saved record's counters into an entry that
- *		a backend made after the start but before the record was read; the
- *		older stats_since wins.  Entry lock held exclusively.
- */
-static void
-stmt_merge_saved(void *shared_data, void *arg)
-{
-	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
-	const StmtRecord *rec = (const StmtRecord *) arg;
-
-	merge_counters(sh, &rec->counters, rec->have_minmax);
-	sh->stats_since = Min(sh->stats_since, rec->stats_since);
-	sh->minmax_stats_since = Min(sh->minmax_stats_since,
-								 rec->minmax_stats_since);
-}
-
-/*
- * stmt_from_serialized
- *		Re-create one entry from a record of len bytes.  Returns false if
- *		the record is malformed (persist.c then discards the whole file);
- *		*restored says whether the saved counts are in (merged into the
- *		entry of a backend that made the same key first, if need be); not
- *		when the backstop was reached or shared memory ran out.
- */
-static bool
-stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
-					 bool *restored)
-{
-	StmtRecord	rec;
-	StmtRestoreArg ra;
-
-	if (len < sizeof(StmtRecord))
-		return false;
-	memcpy(&rec, data, sizeof(StmtRecord));
-	if (rec.qlen < -1 || len != sizeof(StmtRecord) + Max(rec.qlen, 0) ||
-		!PG_VALID_BE_ENCODING(rec.encoding))
-		return false;
-
-	ra.rec = &rec;
-	ra.text = rec.qlen >= 0 ? data + sizeof(StmtRecord) : NULL;
-	switch (pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
-								 rec.usage))
-	{
-		case PGSS_NG_CREATED:
-			*restored = true;
-			break;
-		case PGSS_NG_EXISTS:
-			/* a backend was faster: add the saved counts to its entry */
-			*restored = pgss_ng_kind_update(kind, &rec.key, stmt_merge_saved,
-											&rec);
-			break;
-		default:
-			*restored = false;
-			break;
-	}
-	return true;
 }

@@ -1,12 +1,23 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_kind.h
- *	  The statement kind (stmt_kind.c): its key and counters, the info
- *	  counters, and the entry points the hooks, the SQL functions and the
- *	  writer use.
+ *	  The statement kind (stmt_kind.c): its key, its counters, and the
+ *	  entry points that the hooks (pgss_ng.c), the SQL functions
+ *	  (sqlfuncs.c) and the writer (persist.c) use.  Only stmt_kind.c
+ *	  interprets the counters (merge, min/max reset, what a reader sees,
+ *	  the saved record); the others see a snapshot or call a function.
+ *
+ * Adding a counter
+ *	  One line in PGSS_NG_SUM_COUNTERS below gives it a field in
+ *	  PgssNgCounters, its merge (a sum), its place in the saved record and
+ *	  its output column (in list order, after the exec time group); then
+ *	  fill it in count_one() (stmt_kind.c), add the column to the install
+ *	  script, and bump PGSS_NG_FILE_VERSION (persist.c): the saved record
+ *	  changed.
  *
  * Locking: the statement kind's shared data is protected by the entry lock
- * of the kind layer (see kind.h); PgssNgInfo by its spinlock.
+ * of the kind layer (see kind.h); the info counters by a spinlock of
+ * stmt_kind.c.  Nothing declared here takes a lock the caller must hold.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,19 +26,19 @@
 
 #include "executor/instrument.h"
 #include "jit/jit.h"
-#include "storage/spin.h"
 #include "utils/queryjumble.h"
 
 #include "kind.h"
+#include "qtext.h"
 
-/* What a store call records. */
-typedef enum PgssNgStoreKind
+/* What a store call records: a planning or an execution (a "phase"). */
+typedef enum PgssNgPhase
 {
 	PGSS_NG_INVALID = -1,		/* only create the entry (parse analysis) */
 	PGSS_NG_PLAN = 0,			/* a planning */
 	PGSS_NG_EXEC,				/* an execution */
-	PGSS_NG_NUMKIND
-} PgssNgStoreKind;
+	PGSS_NG_NUMPHASE
+} PgssNgPhase;
 
 /* Identity of a statement entry.  Padding must be zero (memcmp'd). */
 typedef struct PgssNgStmtKey
@@ -39,83 +50,140 @@ typedef struct PgssNgStmtKey
 } PgssNgStmtKey;
 
 /*
- * Counters of one statement, both in shared entries and in pending data.
- * Times are in milliseconds, block counts in blocks, wal_bytes in bytes.
+ * The counters that simply add up, in output column order:
+ *	  X(name, C type, SQL type, measured)
+ * SQL type is INT8, FLOAT8 or NUMERIC (a uint64 shown as numeric);
+ * measured is a constant expression, false where this build of the server
+ * cannot measure the counter: the column is then NULL.  Times are in
+ * milliseconds, block counts in blocks, wal_bytes in bytes.
+ */
+#define PGSS_NG_SUM_COUNTERS(X) \
+	X(rows, int64, INT8, true) \
+	X(shared_blks_hit, int64, INT8, true) \
+	X(shared_blks_read, int64, INT8, true) \
+	X(shared_blks_dirtied, int64, INT8, true) \
+	X(shared_blks_written, int64, INT8, true) \
+	X(local_blks_hit, int64, INT8, true) \
+	X(local_blks_read, int64, INT8, true) \
+	X(local_blks_dirtied, int64, INT8, true) \
+	X(local_blks_written, int64, INT8, true) \
+	X(temp_blks_read, int64, INT8, true) \
+	X(temp_blks_written, int64, INT8, true) \
+	X(blk_read_time, double, FLOAT8, true) \
+	X(blk_write_time, double, FLOAT8, true) \
+	X(temp_blk_read_time, double, FLOAT8, true) \
+	X(temp_blk_write_time, double, FLOAT8, true) \
+	X(wal_records, int64, INT8, true) \
+	X(wal_fpi, int64, INT8, true) \
+	X(wal_bytes, uint64, NUMERIC, true) \
+	X(jit_functions, int64, INT8, true) \
+	X(jit_generation_time, double, FLOAT8, true) \
+	X(jit_inlining_count, int64, INT8, true) \
+	X(jit_inlining_time, double, FLOAT8, true) \
+	X(jit_optimization_count, int64, INT8, true) \
+	X(jit_optimization_time, double, FLOAT8, true) \
+	X(jit_emission_count, int64, INT8, true) \
+	X(jit_emission_time, double, FLOAT8, true)
+
+#define PGSS_NG_COUNTER_FIELD(name, ctype, sqltype, measured) ctype name;
+#define PGSS_NG_COUNTER_ONE(name, ctype, sqltype, measured) + 1
+
+/* number of counters in PGSS_NG_SUM_COUNTERS */
+#define PGSS_NG_NUM_SUM_COUNTERS (0 PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_ONE))
+
+/*
+ * Counters of one statement, both in shared entries and in pending data:
+ * per phase the calls and their times (ms; mean and sum of squared
+ * deviations for Welford's method), then the sums.
  */
 typedef struct PgssNgCounters
 {
-	int64		calls[PGSS_NG_NUMKIND]; /* plans, executions */
-	double		total_time[PGSS_NG_NUMKIND];
-	double		min_time[PGSS_NG_NUMKIND];
-	double		max_time[PGSS_NG_NUMKIND];
-	double		mean_time[PGSS_NG_NUMKIND];
-	double		sum_var_time[PGSS_NG_NUMKIND];	/* sum of squared deviations */
-	int64		rows;
-	int64		shared_blks_hit;
-	int64		shared_blks_read;
-	int64		shared_blks_dirtied;
-	int64		shared_blks_written;
-	int64		local_blks_hit;
-	int64		local_blks_read;
-	int64		local_blks_dirtied;
-	int64		local_blks_written;
-	int64		temp_blks_read;
-	int64		temp_blks_written;
-	double		blk_read_time;
-	double		blk_write_time;
-	double		temp_blk_read_time;
-	double		temp_blk_write_time;
-	int64		wal_records;
-	int64		wal_fpi;
-	uint64		wal_bytes;
-	int64		jit_functions;
-	double		jit_generation_time;
-	int64		jit_inlining_count;
-	double		jit_inlining_time;
-	int64		jit_optimization_count;
-	double		jit_optimization_time;
-	int64		jit_emission_count;
-	double		jit_emission_time;
+	int64		calls[PGSS_NG_NUMPHASE];	/* plans, executions */
+	double		total_time[PGSS_NG_NUMPHASE];
+	double		min_time[PGSS_NG_NUMPHASE];
+	double		max_time[PGSS_NG_NUMPHASE];
+	double		mean_time[PGSS_NG_NUMPHASE];
+	double		sum_var_time[PGSS_NG_NUMPHASE]; /* sum of squared deviations */
+	PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_FIELD)
 } PgssNgCounters;
 
-/* Kind data of a shared statement entry. */
-typedef struct PgssNgStmtShared
+/* The time group of one phase as a reader sees it (ms). */
+typedef struct PgssNgTimeStats
 {
-	PgssNgCounters counters;
-	bool		have_minmax[PGSS_NG_NUMKIND];	/* min/max set since reset */
-	dsa_pointer qtext;			/* query text (qtext.c), or InvalidDsaPointer */
-	int			encoding;		/* its encoding */
+	int64		calls;
+	double		total;
+	double		min;
+	double		max;
+	double		mean;
+	double		stddev;			/* population standard deviation */
+} PgssNgTimeStats;
+
+/* A reader's copy of one entry (pgss_ng_stmt_snapshot). */
+typedef struct PgssNgStmtSnapshot
+{
+	PgssNgStmtKey key;
+	PgssNgTimeStats times[PGSS_NG_NUMPHASE];
+	PgssNgCounters counters;	/* the sums; times are in times[] */
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
-	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
-} PgssNgStmtShared;
+	int			encoding;		/* the text's encoding */
+	char	   *text;			/* palloc'd copy, or NULL */
+	int			textlen;		/* its length in bytes */
+} PgssNgStmtSnapshot;
 
-/* Extension-wide counters shown by pgss_ng_info. */
-typedef struct PgssNgInfo
+/* The extension-wide counters, as pgss_ng_info shows them. */
+typedef struct PgssNgStmtInfo
 {
-	slock_t		mutex;
-	int64		dropped;		/* plans/executions not recorded */
+	PgssNgKindCounters kind;	/* entries, dealloc, backstop_skips... */
+	int64		dropped;		/* plannings/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
-	bool		loaded;			/* the writer has read the stats file */
-} PgssNgInfo;
+	PgssNgQtextStats qtext;		/* the text arena */
+} PgssNgStmtInfo;
 
-/* the statement kind (stmt_kind.c) */
+/*
+ * The counters saved in the stats file's info block (persist.c writes the
+ * struct as it is: its layout is part of the file format).
+ */
+typedef struct PgssNgSavedInfo
+{
+	int64		dealloc;
+	int64		dropped;
+	int64		backstop_skips;
+	TimestampTz stats_reset;
+} PgssNgSavedInfo;
+
+/* the statement kind's handle in the kind layer */
 extern PgssNgKind pgss_ng_stmt_kind;
-extern PgssNgInfo *pgss_ng_info_shared;
 
+/* set-up (_PG_init, shared memory hooks) */
 extern void pgss_ng_stmt_init(void);
 extern Size pgss_ng_stmt_shmem_size(void);
 extern void pgss_ng_stmt_shmem_request(void);
 extern void pgss_ng_stmt_shmem_startup(void);
+extern bool pgss_ng_stmt_ready(void);
+extern bool pgss_ng_stmt_attach(void);
+
+/* the hooks */
 extern void pgss_ng_store(const char *query, uint64 queryid,
 						  int query_location, int query_len,
-						  PgssNgStoreKind kind, bool toplevel,
+						  PgssNgPhase phase, bool toplevel,
 						  double total_time, uint64 rows,
 						  const BufferUsage *bufusage,
 						  const WalUsage *walusage,
 						  const JitInstrumentation *jitusage,
 						  JumbleState *jstate);
 extern void pgss_ng_flush(bool force);
-extern void pgss_ng_count_dropped(int64 n);
+
+/* the SQL functions */
+extern PgssNgStmtSnapshot *pgss_ng_stmt_snapshot(bool want_text, int *n);
+extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
+									  bool minmax_only);
+extern void pgss_ng_stmt_info(PgssNgStmtInfo *out);
+
+/* the writer (persist.c) */
+extern void pgss_ng_stmt_save_info(PgssNgSavedInfo *out);
+extern void pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in);
+extern bool pgss_ng_stmt_loaded(void);
+extern void pgss_ng_stmt_set_loaded(void);
 
 #endif							/* PGSS_NG_STMT_KIND_H */

@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * stmt_kind_int.h
+ *	  What the two files of the statement kind (stmt_kind.c,
+ *	  stmt_kind_io.c) share and nobody else sees: the layout of a shared
+ *	  statement entry, the info counters, the merge and the saved record's
+ *	  callbacks.
+ *
+ * Locking: PgssNgStmtShared is protected by its entry lock (kind layer);
+ * PgssNgInfo by its spinlock, except loaded (the writer's alone).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGSS_NG_STMT_KIND_INT_H
+#define PGSS_NG_STMT_KIND_INT_H
+
+#include "storage/spin.h"
+
+#include "stmt_kind.h"
+
+/* Kind data of a shared statement entry. */
+typedef struct PgssNgStmtShared
+{
+	PgssNgCounters counters;
+	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
+	dsa_pointer qtext;			/* query text (qtext.c), or InvalidDsaPointer */
+	int			encoding;		/* its encoding */
+	TimestampTz stats_since;	/* entry creation */
+	TimestampTz minmax_stats_since; /* creation or last min/max reset */
+	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
+} PgssNgStmtShared;
+
+/* Extension-wide counters shown by pgss_ng_info, in main shared memory. */
+typedef struct PgssNgInfo
+{
+	slock_t		mutex;
+	int64		dropped;		/* plans/executions not recorded */
+	TimestampTz stats_reset;	/* last full reset */
+	bool		loaded;			/* the writer has read the stats file */
+} PgssNgInfo;
+
+extern PgssNgInfo *pgss_ng_info_shared;
+
+/*
+ * total_calls
+ *		Plannings plus executions counted in c.
+ */
+static inline int64
+total_calls(const PgssNgCounters *c)
+{
+	return c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC];
+}
+
+extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
+							   const PgssNgCounters *src,
+							   const bool *src_minmax);
+extern void pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
+									   const void *shared_data,
+									   StringInfo buf);
+extern bool pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data,
+										 Size len, bool *restored);
+
+#endif							/* PGSS_NG_STMT_KIND_INT_H */

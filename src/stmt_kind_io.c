@@ -1,0 +1,427 @@
+/*-------------------------------------------------------------------------
+ *
+ * stmt_kind_io.c
+ *	  The statement kind's outputs: the snapshot, reset and info counters
+ *	  of the SQL functions, and the saved record and info block of the
+ *	  writer (persist.c).  Part of the statement kind with stmt_kind.c
+ *	  (split for size); they share stmt_kind_int.h.
+ *
+ * Locking: reads take each entry's lock shared through the kind layer's
+ * foreach; the min/max reset and the merge of a saved record take it
+ * exclusively (update callbacks); the info counters are read and written
+ * under their spinlock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "mb/pg_wchar.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "qtext.h"
+#include "stmt_kind.h"
+#include "stmt_kind_int.h"
+
+/*
+ * snapshot_visit
+ *		Copy one entry (and its text) into the snapshot array, unless a
+ *		reader may not see it yet: an entry with neither calls nor plans was
+ *		only made at parse analysis.  Runs with the entry lock and its
+ *		partition lock held shared; palloc may raise an out-of-memory ERROR,
+ *		which aborts the reader's transaction and releases the locks.
+ *		Memory: the caller's context.
+ */
+typedef struct SnapshotState
+{
+	PgssNgStmtSnapshot *entries;
+	int			n;
+	int			size;
+	bool		want_text;
+} SnapshotState;
+
+static void
+snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
+			   void *arg)
+{
+	SnapshotState *st = (SnapshotState *) arg;
+	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	PgssNgStmtSnapshot *es;
+
+	if (total_calls(&sh->counters) == 0)
+		return;
+	if (st->n == st->size)
+	{
+		st->size *= 2;
+		st->entries = repalloc_huge(st->entries,
+									sizeof(PgssNgStmtSnapshot) * st->size);
+	}
+	es = &st->entries[st->n++];
+	memcpy(&es->key, key, sizeof(PgssNgStmtKey));
+	es->counters = sh->counters;
+	es->encoding = sh->encoding;
+	es->stats_since = sh->stats_since;
+	es->minmax_stats_since = sh->minmax_stats_since;
+	es->text = NULL;
+	es->textlen = 0;
+	if (st->want_text)
+		es->text = pgss_ng_qtext_copy(kind->area, sh->qtext, &es->textlen);
+}
+
+/*
+ * time_stats
+ *		The time group of one phase as a reader sees it: the standard
+ *		deviation from the sum of squared deviations (0 below two calls).
+ */
+static void
+time_stats(const PgssNgCounters *c, PgssNgPhase phase, PgssNgTimeStats *out)
+{
+	out->calls = c->calls[phase];
+	out->total = c->total_time[phase];
+	out->min = c->min_time[phase];
+	out->max = c->max_time[phase];
+	out->mean = c->mean_time[phase];
+	if (c->calls[phase] > 1)
+		out->stddev = sqrt(c->sum_var_time[phase] / c->calls[phase]);
+	else
+		out->stddev = 0.0;
+}
+
+/*
+ * pgss_ng_stmt_snapshot
+ *		Copy every entry a reader may see (with its text if want_text) into
+ *		a palloc'd array of *n elements.  This backend's pending counters
+ *		are flushed first (waiting for locks), so a session always sees its
+ *		own finished statements.  Locks: the kind layer's foreach (each
+ *		partition and entry lock shared, one at a time).  Memory:
+ *		CurrentMemoryContext.  Errors: out of memory.
+ */
+PgssNgStmtSnapshot *
+pgss_ng_stmt_snapshot(bool want_text, int *n)
+{
+	SnapshotState st;
+	PgssNgKindCounters kc;
+	int			i;
+
+	pgss_ng_kind_flush(&pgss_ng_stmt_kind, true);
+
+	/* room for every live entry, so the array is not copied as it grows */
+	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &kc);
+	st.size = (int) kc.entries + 64;
+	st.n = 0;
+	st.entries = palloc_extended(sizeof(PgssNgStmtSnapshot) * st.size,
+								 MCXT_ALLOC_HUGE);
+	st.want_text = want_text;
+	pgss_ng_kind_foreach(&pgss_ng_stmt_kind, snapshot_visit, &st);
+
+	for (i = 0; i < st.n; i++)
+	{
+		time_stats(&st.entries[i].counters, PGSS_NG_PLAN,
+				   &st.entries[i].times[PGSS_NG_PLAN]);
+		time_stats(&st.entries[i].counters, PGSS_NG_EXEC,
+				   &st.entries[i].times[PGSS_NG_EXEC]);
+	}
+	*n = st.n;
+	return st.entries;
+}
+
+/* Filter of pgss_ng_stmt_reset(); 0 matches anything. */
+typedef struct ResetFilter
+{
+	Oid			userid;
+	Oid			dbid;
+	uint64		queryid;
+	TimestampTz now;
+} ResetFilter;
+
+/*
+ * reset_match
+ *		Does a key match the reset's filter (0 matching anything)?
+ */
+static bool
+reset_match(const void *key, void *arg)
+{
+	const PgssNgStmtKey *k = (const PgssNgStmtKey *) key;
+	const ResetFilter *f = (const ResetFilter *) arg;
+
+	return (f->userid == InvalidOid || k->userid == f->userid) &&
+		(f->dbid == InvalidOid || k->dbid == f->dbid) &&
+		(f->queryid == UINT64CONST(0) || k->queryid == f->queryid);
+}
+
+/*
+ * reset_minmax
+ *		Update callback: restart the min/max of plan and exec times; entry
+ *		lock held exclusively.  The next flushed call sets them again; a
+ *		pending entry made before now brings no min/max (stmt_flush_pending).
+ */
+static void
+reset_minmax(void *shared_data, void *arg)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	const ResetFilter *f = (const ResetFilter *) arg;
+	int			k;
+
+	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
+	{
+		sh->counters.min_time[k] = 0;
+		sh->counters.max_time[k] = 0;
+		sh->have_minmax[k] = false;
+	}
+	sh->minmax_stats_since = f->now;
+	sh->minmax_reset_at = f->now;
+}
+
+/*
+ * pgss_ng_stmt_reset
+ *		Remove the entries matching (userid, dbid, queryid), 0 meaning any;
+ *		with minmax_only, keep them and restart their min/max times instead.
+ *		Resetting everything also restarts the event counters of
+ *		pgss_ng_info (dealloc, dropped, backstop_skips, qtext_dropped,
+ *		stats_reset).  Counts still pending in other backends for removed
+ *		entries are discarded when they flush: they were made before the
+ *		reset.  Returns the time of the reset.  Locks: the kind layer's
+ *		(see pgss_ng_kind_drop_matching, pgss_ng_kind_update_matching),
+ *		then the info spinlock.
+ */
+TimestampTz
+pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
+{
+	ResetFilter f;
+
+	f.userid = userid;
+	f.dbid = dbid;
+	f.queryid = queryid;
+	f.now = GetCurrentTimestamp();
+
+	/* our own pending counts predate the reset */
+	pgss_ng_kind_flush(&pgss_ng_stmt_kind, true);
+
+	if (minmax_only)
+	{
+		pgss_ng_kind_reset_matching(&pgss_ng_stmt_kind, reset_match,
+									reset_minmax, &f);
+		return f.now;
+	}
+
+	pgss_ng_kind_drop_matching(&pgss_ng_stmt_kind, reset_match, &f);
+
+	if (userid == InvalidOid && dbid == InvalidOid &&
+		queryid == UINT64CONST(0))
+	{
+		SpinLockAcquire(&pgss_ng_info_shared->mutex);
+		pgss_ng_info_shared->dropped = 0;
+		pgss_ng_info_shared->stats_reset = f.now;
+		SpinLockRelease(&pgss_ng_info_shared->mutex);
+		pgss_ng_kind_reset_counters(&pgss_ng_stmt_kind);
+		pgss_ng_qtext_reset_dropped();
+	}
+	return f.now;
+}
+
+/*
+ * pgss_ng_stmt_info
+ *		Copy the extension-wide counters.  Each group is read under its own
+ *		lock or atomically; the whole is not one consistent snapshot.
+ */
+void
+pgss_ng_stmt_info(PgssNgStmtInfo *out)
+{
+	SpinLockAcquire(&pgss_ng_info_shared->mutex);
+	out->dropped = pgss_ng_info_shared->dropped;
+	out->stats_reset = pgss_ng_info_shared->stats_reset;
+	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &out->kind);
+	pgss_ng_qtext_stats(&out->qtext);
+}
+
+/*
+ * pgss_ng_stmt_save_info / pgss_ng_stmt_restore_info
+ *		The info counters the writer saves with the entries, and their
+ *		restore at start: the event counters add to what was counted since
+ *		the start, stats_reset is the saved one.
+ */
+void
+pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
+{
+	PgssNgKindCounters kc;
+
+	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &kc);
+	memset(out, 0, sizeof(*out));
+	out->dealloc = kc.dealloc;
+	out->backstop_skips = kc.backstop_skips;
+	SpinLockAcquire(&pgss_ng_info_shared->mutex);
+	out->dropped = pgss_ng_info_shared->dropped;
+	out->stats_reset = pgss_ng_info_shared->stats_reset;
+	SpinLockRelease(&pgss_ng_info_shared->mutex);
+}
+
+void
+pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in)
+{
+	pgss_ng_kind_restore_counters(&pgss_ng_stmt_kind, in->dealloc,
+								  in->backstop_skips);
+	SpinLockAcquire(&pgss_ng_info_shared->mutex);
+	pgss_ng_info_shared->dropped += in->dropped;
+	pgss_ng_info_shared->stats_reset = in->stats_reset;
+	SpinLockRelease(&pgss_ng_info_shared->mutex);
+}
+
+/*
+ * pgss_ng_stmt_loaded / pgss_ng_stmt_set_loaded
+ *		Whether the writer has read the stats file since shared memory was
+ *		made (it reads it once per life of shared memory).  Written by the
+ *		writer only, read without a lock.
+ */
+bool
+pgss_ng_stmt_loaded(void)
+{
+	return pgss_ng_info_shared->loaded;
+}
+
+void
+pgss_ng_stmt_set_loaded(void)
+{
+	pgss_ng_info_shared->loaded = true;
+}
+
+/*
+ * One saved statement entry (persist.c writes these records as they are:
+ * the file is only read back by the same format version and PostgreSQL
+ * major version).  qlen bytes of query text follow; qlen -1: no text.
+ */
+typedef struct StmtRecord
+{
+	PgssNgStmtKey key;
+	PgssNgCounters counters;
+	bool		have_minmax[PGSS_NG_NUMPHASE];
+	int32		encoding;
+	int32		qlen;
+	TimestampTz stats_since;
+	TimestampTz minmax_stats_since;
+	double		usage;			/* eviction value when saved */
+} StmtRecord;
+
+/* What stmt_restore_init copies into a restored entry. */
+typedef struct StmtRestoreArg
+{
+	const StmtRecord *rec;
+	const char *text;
+} StmtRestoreArg;
+
+/*
+ * pgss_ng_stmt_to_serialized
+ *		Append the record of one entry to buf.  Called by persist.c through
+ *		pgss_ng_kind_foreach (entry lock held shared).  Memory: buf's.
+ */
+void
+pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key, const void *shared_data,
+				   StringInfo buf)
+{
+	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	StmtRecord	rec;
+	int			qlen;
+	char	   *text = pgss_ng_qtext_copy(kind->area, sh->qtext, &qlen);
+
+	memset(&rec, 0, sizeof(rec));
+	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
+	rec.counters = sh->counters;
+	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
+	rec.encoding = sh->encoding;
+	rec.qlen = text ? qlen : -1;
+	rec.stats_since = sh->stats_since;
+	rec.minmax_stats_since = sh->minmax_stats_since;
+	rec.usage = pgss_ng_kind_usage(shared_data);
+
+	appendBinaryStringInfo(buf, (const char *) &rec, sizeof(rec));
+	if (text)
+	{
+		appendBinaryStringInfo(buf, text, rec.qlen);
+		pfree(text);
+	}
+}
+
+/*
+ * stmt_restore_init
+ *		Init callback of a restored entry: counters, timestamps and text as
+ *		saved.  Runs under the kind's alloc lock; never raises an ERROR.
+ */
+static bool
+stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	StmtRestoreArg *ra = (StmtRestoreArg *) arg;
+
+	sh->counters = ra->rec->counters;
+	memcpy(sh->have_minmax, ra->rec->have_minmax, sizeof(sh->have_minmax));
+	sh->encoding = ra->rec->encoding;
+	sh->stats_since = ra->rec->stats_since;
+	sh->minmax_stats_since = ra->rec->minmax_stats_since;
+	sh->qtext = ra->text ?
+		pgss_ng_qtext_store(kind->area, ra->text, ra->rec->qlen) :
+		InvalidDsaPointer;
+	return true;
+}
+
+/*
+ * stmt_merge_saved
+ *		Update callback: merge a saved record's counters into an entry that
+ *		a backend made after the start but before the record was read; the
+ *		older stats_since wins.  Entry lock held exclusively.
+ */
+static void
+stmt_merge_saved(void *shared_data, void *arg)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
+	const StmtRecord *rec = (const StmtRecord *) arg;
+
+	pgss_ng_stmt_merge(sh, &rec->counters, rec->have_minmax);
+	sh->stats_since = Min(sh->stats_since, rec->stats_since);
+	sh->minmax_stats_since = Min(sh->minmax_stats_since,
+								 rec->minmax_stats_since);
+}
+
+/*
+ * pgss_ng_stmt_from_serialized
+ *		Re-create one entry from a record of len bytes.  Returns false if
+ *		the record is malformed (persist.c then discards the whole file);
+ *		*restored says whether the saved counts are in (merged into the
+ *		entry of a backend that made the same key first, if need be); not
+ *		when the backstop was reached or shared memory ran out.
+ */
+bool
+pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
+					 bool *restored)
+{
+	StmtRecord	rec;
+	StmtRestoreArg ra;
+
+	if (len < sizeof(StmtRecord))
+		return false;
+	memcpy(&rec, data, sizeof(StmtRecord));
+	if (rec.qlen < -1 || len != sizeof(StmtRecord) + Max(rec.qlen, 0) ||
+		!PG_VALID_BE_ENCODING(rec.encoding))
+		return false;
+
+	ra.rec = &rec;
+	ra.text = rec.qlen >= 0 ? data + sizeof(StmtRecord) : NULL;
+	switch (pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
+								 rec.usage))
+	{
+		case PGSS_NG_CREATED:
+			*restored = true;
+			break;
+		case PGSS_NG_EXISTS:
+			/* a backend was faster: add the saved counts to its entry */
+			*restored = pgss_ng_kind_update(kind, &rec.key, stmt_merge_saved,
+											&rec);
+			break;
+		default:
+			*restored = false;
+			break;
+	}
+	return true;
+}
