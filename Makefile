@@ -15,6 +15,9 @@ MODULE_big = pgss_ng
 OBJS = \
 	src/pgss_ng.o \
 	src/kind.o \
+	src/kind_shmem.o \
+	src/kind_evict.o \
+	src/kind_guard.o \
 	src/stmt_kind.o \
 	src/stmt_kind_io.o \
 	src/normalize.o \

@@ -57,53 +57,8 @@
 #include "utils/dsa.h"
 #include "utils/hsearch.h"
 
-/* Pending data older than this is flushed with a waiting lock (ms). */
-#define PGSS_NG_PENDING_MAX_AGE_MS	1000
-
-/* Usage (the eviction value) halves every this many ms without use. */
-#define PGSS_NG_USAGE_HALF_LIFE_MS	60000
-
-/* Eviction frees this percentage of max at once. */
-#define PGSS_NG_EVICT_PERCENT		5
-
-/* Allocated entries (live + dropped, not yet freed) never exceed
- * max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA). */
-#define PGSS_NG_BACKSTOP_MAX_EXTRA	20000
-
-/* Why an entry was dropped. */
-typedef enum PgssNgDropReason
-{
-	PGSS_NG_LIVE = 0,			/* not dropped */
-	PGSS_NG_DROP_RESET,			/* removed by a reset */
-	PGSS_NG_DROP_EVICT			/* removed by eviction */
-} PgssNgDropReason;
-
-/*
- * Body of a shared entry.  The kind's data follows at
- * PGSS_NG_SHARED_DATA_OFFSET.
- */
-typedef struct PgssNgSharedEntry
-{
-	LWLock		lock;			/* protects everything below but refcount */
-	uint8		dropped;		/* PgssNgDropReason; not live: awaiting free */
-	pg_atomic_uint32 refcount;	/* 1 for the hash + 1 per entry ref */
-	uint64		generation;		/* distinguishes incarnations of one key */
-	double		usage;			/* eviction value at usage_time */
-	TimestampTz usage_time;		/* when usage was last brought up to date */
-} PgssNgSharedEntry;
-
-#define PGSS_NG_SHARED_DATA_OFFSET	MAXALIGN(sizeof(PgssNgSharedEntry))
-#define PgssNgSharedData(ent) \
-	((void *) (((char *) (ent)) + PGSS_NG_SHARED_DATA_OFFSET))
-
-/* Tail of a dshash element, after the key. */
-typedef struct PgssNgHashEntry
-{
-	dsa_pointer body;			/* PgssNgSharedEntry + kind data */
-	uint64		generation;		/* copy of the body's generation */
-} PgssNgHashEntry;
-
-struct PgssNgKind;
+/* Backend-local handle of a kind; its fields are the layer's own. */
+typedef struct PgssNgKind PgssNgKind;
 
 /*
  * Kind description, the equivalent of PgStat_KindInfo.  All callbacks are
@@ -127,7 +82,7 @@ typedef struct PgssNgKindInfo
 	 * number of uses the pending data represents, added to the entry's
 	 * usage (its value for eviction).
 	 */
-	double		(*flush_pending_cb) (struct PgssNgKind *kind, const void *key,
+	double		(*flush_pending_cb) (PgssNgKind *kind, const void *key,
 									 void *shared_data,
 									 const void *pending_data,
 									 TimestampTz pending_since);
@@ -137,14 +92,14 @@ typedef struct PgssNgKindInfo
 	 * merged; this callback counts it as dropped.  No lock of this layer
 	 * is held.
 	 */
-	void		(*discard_pending_cb) (struct PgssNgKind *kind, const void *key,
+	void		(*discard_pending_cb) (PgssNgKind *kind, const void *key,
 									   const void *pending_data);
 
 	/*
 	 * Release what the kind data owns (e.g. a query text) when the body is
 	 * freed.  No lock is held: nobody else can see the body any more.
 	 */
-	void		(*free_cb) (struct PgssNgKind *kind, void *shared_data);
+	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
 
 	/*
 	 * Serialize an entry (appending to buf; entry lock held shared) and
@@ -152,46 +107,13 @@ typedef struct PgssNgKindInfo
 	 * false: well-formed but not created, e.g. the key exists already),
 	 * for persistence across restarts (persist.c).
 	 */
-	void		(*to_serialized_cb) (struct PgssNgKind *kind, const void *key,
+	void		(*to_serialized_cb) (PgssNgKind *kind, const void *key,
 									 const void *shared_data,
 									 StringInfo buf);
-	bool		(*from_serialized_cb) (struct PgssNgKind *kind,
+	bool		(*from_serialized_cb) (PgssNgKind *kind,
 									   const char *data, Size len,
 									   bool *restored);
 } PgssNgKindInfo;
-
-/* Kind-wide shared state, in main shared memory. */
-typedef struct PgssNgKindShared
-{
-	dshash_table_handle hash_handle;
-	int			dsa_tranche;
-	int			hash_tranche;
-	int			entry_tranche;
-	pg_atomic_uint32 entries_live;	/* entries in the hash */
-	pg_atomic_uint32 entries_allocated; /* bodies, incl. dropped ones */
-	pg_atomic_uint64 next_generation;
-	pg_atomic_uint32 nattached;	/* processes attached (not yet detached) */
-	pg_atomic_uint64 dealloc;	/* entries evicted */
-	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
-	/* the in-place DSA area follows, MAXALIGN'd */
-} PgssNgKindShared;
-
-/* Backend-local handle of one kind. */
-typedef struct PgssNgKind
-{
-	const PgssNgKindInfo *info;
-	PgssNgKindShared *shared;	/* NULL until shmem startup */
-	dsa_area   *area;			/* NULL until attached */
-	dshash_table *hash;
-	dshash_parameters hash_params;
-	LWLock	   *alloc_lock;		/* named tranche <name>_alloc */
-	LWLock	   *dealloc_lock;	/* named tranche <name>_dealloc */
-	HTAB	   *pending;		/* key -> PgssNgPendingEntry */
-	int			npending;
-	int			max_entries;	/* eviction keeps live entries at or below */
-	bool		counted_attached;	/* counted in shared->nattached */
-	bool		detaching;		/* at exit, after the last flush */
-} PgssNgKind;
 
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
@@ -213,18 +135,25 @@ typedef enum PgssNgCreateResult
 } PgssNgCreateResult;
 
 /* error containment for code running inside a user's statement */
-extern void pgss_ng_tracking_begin(void);
-extern void pgss_ng_swallow_error(MemoryContext oldcxt, const char *what);
+typedef void (*PgssNgGuardedFn) (void *arg);
+extern bool pgss_ng_kind_guard(PgssNgKind *kind, const char *what,
+							   PgssNgGuardedFn fn, void *arg);
 
-/* setup, in the postmaster */
+/* set-up, in the postmaster (kind_shmem.c) */
+extern PgssNgKind *pgss_ng_kind_define(const PgssNgKindInfo *info);
 extern void pgss_ng_kind_shmem_request(const PgssNgKindInfo *info);
 extern Size pgss_ng_kind_shmem_size(const PgssNgKindInfo *info);
-extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name);
+extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind,
+									   const char *shmem_name);
 
 /* backends */
 extern bool pgss_ng_kind_attach(PgssNgKind *kind);
+extern dsa_area *pgss_ng_kind_area(PgssNgKind *kind);
+extern int	pgss_ng_kind_hash_tranche(PgssNgKind *kind);
+extern bool pgss_ng_kind_has_pending(PgssNgKind *kind);
 extern bool pgss_ng_kind_exists(PgssNgKind *kind, const void *key);
-extern PgssNgCreateResult pgss_ng_kind_create(PgssNgKind *kind, const void *key,
+extern PgssNgCreateResult pgss_ng_kind_create(PgssNgKind *kind,
+											  const void *key,
 											  PgssNgInitSharedFn init,
 											  void *arg);
 extern void *pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
@@ -235,14 +164,15 @@ extern bool pgss_ng_kind_flush(PgssNgKind *kind, bool force);
 typedef void (*PgssNgVisitFn) (PgssNgKind *kind, const void *key,
 							   const void *shared_data, void *arg);
 typedef bool (*PgssNgMatchFn) (const void *key, void *arg);
-typedef void (*PgssNgResetFn) (void *shared_data, void *arg);
+typedef void (*PgssNgUpdateFn) (void *shared_data, void *arg);
 
 extern void pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
 								 void *arg);
-extern uint64 pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match,
-										 void *arg);
-extern uint64 pgss_ng_kind_reset_matching(PgssNgKind *kind, PgssNgMatchFn match,
-										  PgssNgResetFn reset, void *arg);
+extern uint64 pgss_ng_kind_drop_matching(PgssNgKind *kind,
+										 PgssNgMatchFn match, void *arg);
+extern uint64 pgss_ng_kind_update_matching(PgssNgKind *kind,
+										   PgssNgMatchFn match,
+										   PgssNgUpdateFn update, void *arg);
 /* kind-wide counters, read without a lock */
 typedef struct PgssNgKindCounters
 {
@@ -268,7 +198,11 @@ extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
 											   void *arg, double usage);
 extern double pgss_ng_kind_usage(const void *shared_data);
 extern bool pgss_ng_kind_update(PgssNgKind *kind, const void *key,
-								PgssNgResetFn update, void *arg);
-extern uint32 pgss_ng_kind_attached(PgssNgKind *kind);
+								PgssNgUpdateFn update, void *arg);
+extern void pgss_ng_kind_to_serialized(PgssNgKind *kind, const void *key,
+									   const void *shared_data,
+									   StringInfo buf);
+extern bool pgss_ng_kind_from_serialized(PgssNgKind *kind, const char *data,
+										 Size len, bool *restored);
 
 #endif							/* PGSS_NG_KIND_H */

@@ -147,7 +147,7 @@ collect_entry(PgssNgKind *kind, const void *key, const void *shared_data,
 	WriteState *ws = (WriteState *) arg;
 
 	resetStringInfo(&ws->rec);
-	kind->info->to_serialized_cb(kind, key, shared_data, &ws->rec);
+	pgss_ng_kind_to_serialized(kind, key, shared_data, &ws->rec);
 	if (ws->n == ws->size)
 	{
 		ws->size *= 2;
@@ -214,7 +214,7 @@ file_write_uint32(StatFile *f, uint32 v)
 static void
 write_stats_file(void)
 {
-	PgssNgKind *kind = &pgss_ng_stmt_kind;
+	PgssNgKind *kind = pgss_ng_stmt_kind;
 	WriteState	ws;
 	StatFile	f;
 	PgssNgSavedInfo info;
@@ -314,37 +314,54 @@ read_uint32(const char *data, Size len, Size *pos, uint32 *v)
 	return true;
 }
 
+/* Arguments and results of restore_internal, run by restore_one. */
+typedef struct RestoreArgs
+{
+	PgssNgKind *kind;
+	const char *data;
+	Size		len;
+	bool		wellformed;
+	bool		restored;
+} RestoreArgs;
+
+/*
+ * restore_internal
+ *		Guarded body of restore_one: the kind's from_serialized_cb.
+ */
+static void
+restore_internal(void *arg)
+{
+	RestoreArgs *ra = (RestoreArgs *) arg;
+	bool		r = false;
+
+	ra->wellformed = pgss_ng_kind_from_serialized(ra->kind, ra->data,
+												  ra->len, &r);
+	ra->restored = r;
+}
+
 /*
  * restore_one
  *		Re-create one saved entry (the kind's from_serialized_cb).  Returns
  *		false if the record is malformed; *restored says whether its counts
  *		are in.  An ERROR while doing it (e.g. a DSM segment that cannot be
- *		created) is logged and loses this entry only, not the rest of the
- *		file, which is already removed.  The writer holds no LWLock here.
+ *		created) is logged (pgss_ng_kind_guard) and loses this entry only,
+ *		not the rest of the file, which is already removed.  The writer
+ *		holds no LWLock here.
  */
 static bool
 restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	volatile bool wellformed = true;
-	volatile bool done = false;
+	RestoreArgs ra;
 
-	pgss_ng_tracking_begin();
-	PG_TRY();
-	{
-		bool		r = false;
-
-		wellformed = kind->info->from_serialized_cb(kind, data, len, &r);
-		done = r;
-	}
-	PG_CATCH();
-	{
-		pgss_ng_swallow_error(oldcxt, "restore a saved entry");
-	}
-	PG_END_TRY();
-
-	*restored = done;
-	return wellformed;
+	ra.kind = kind;
+	ra.data = data;
+	ra.len = len;
+	ra.wellformed = true;
+	ra.restored = false;
+	(void) pgss_ng_kind_guard(kind, "restore a saved entry",
+							  restore_internal, &ra);
+	*restored = ra.restored;
+	return ra.wellformed;
 }
 
 /*
@@ -359,7 +376,7 @@ restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
 static void
 load_stats_file(void)
 {
-	PgssNgKind *kind = &pgss_ng_stmt_kind;
+	PgssNgKind *kind = pgss_ng_stmt_kind;
 	struct stat st;
 	int			fd;
 	char	   *data;
@@ -534,7 +551,6 @@ handle_sigterm(SIGNAL_ARGS)
 void
 pgss_ng_writer_main(Datum main_arg)
 {
-	PgssNgKind *kind = &pgss_ng_stmt_kind;
 	MemoryContext cxt;
 	int			waited = 0;
 
@@ -546,7 +562,7 @@ pgss_ng_writer_main(Datum main_arg)
 								ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
 
-	if (!pgss_ng_kind_attach(kind))
+	if (!pgss_ng_stmt_attach())
 		proc_exit(0);
 
 	/*
@@ -574,17 +590,17 @@ pgss_ng_writer_main(Datum main_arg)
 	}
 
 	/* let every backend flush its pending counts and detach */
-	while (pgss_ng_kind_attached(kind) > 1 && waited < PGSS_NG_WRITER_WAIT_MS)
+	while (pgss_ng_stmt_attached() > 1 && waited < PGSS_NG_WRITER_WAIT_MS)
 	{
 		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10L,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		waited += 10;
 	}
-	if (pgss_ng_kind_attached(kind) > 1)
+	if (pgss_ng_stmt_attached() > 1)
 		ereport(LOG,
 				(errmsg("pgss_ng writer saves statistics while %u processes are still attached",
-						pgss_ng_kind_attached(kind) - 1)));
+						pgss_ng_stmt_attached() - 1)));
 
 	if (persist_save)
 		write_stats_file();

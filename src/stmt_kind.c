@@ -24,6 +24,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "replication/walsender.h"
+#include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -60,8 +61,11 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.from_serialized_cb = pgss_ng_stmt_from_serialized,
 };
 
-PgssNgKind	pgss_ng_stmt_kind = {.info = &stmt_kind_info};
+PgssNgKind *pgss_ng_stmt_kind = NULL;
 PgssNgInfo *pgss_ng_info_shared = NULL;
+
+/* counted in PgssNgInfo.nattached (pgss_ng_stmt_attach) */
+static bool stmt_counted_attached = false;
 
 /* GUC pgss_ng.max: most live statement entries (eviction keeps to it) */
 static int	stmt_max = 5000;
@@ -89,16 +93,19 @@ typedef struct StmtInitArg
 static void
 stmt_assign_max(int newval, void *extra)
 {
-	pgss_ng_kind_set_max_entries(&pgss_ng_stmt_kind, newval);
+	pgss_ng_kind_set_max_entries(pgss_ng_stmt_kind, newval);
 }
 
 /*
  * pgss_ng_stmt_init
- *		Define pgss_ng.max.  Called from _PG_init while preloading.
+ *		Make the statement kind's handle and define pgss_ng.max.  Called
+ *		from _PG_init while preloading.
  */
 void
 pgss_ng_stmt_init(void)
 {
+	/* first: the assign hook sets the handle's max */
+	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_info);
 	DefineCustomIntVariable("pgss_ng.max",
 							"Sets the maximum number of statements tracked "
 							"by pgss_ng.",
@@ -150,9 +157,9 @@ pgss_ng_stmt_shmem_startup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
-	pgss_ng_kind_shmem_startup(&pgss_ng_stmt_kind, "pgss_ng statements");
-	pgss_ng_kind_set_max_entries(&pgss_ng_stmt_kind, stmt_max);
-	pgss_ng_qtext_shmem_startup(pgss_ng_stmt_kind.shared->hash_tranche);
+	pgss_ng_kind_shmem_startup(pgss_ng_stmt_kind, "pgss_ng statements");
+	pgss_ng_kind_set_max_entries(pgss_ng_stmt_kind, stmt_max);
+	pgss_ng_qtext_shmem_startup(pgss_ng_kind_hash_tranche(pgss_ng_stmt_kind));
 
 	pgss_ng_info_shared = ShmemInitStruct("pgss_ng info", sizeof(PgssNgInfo),
 										  &found);
@@ -162,6 +169,7 @@ pgss_ng_stmt_shmem_startup(void)
 		pgss_ng_info_shared->dropped = 0;
 		pgss_ng_info_shared->stats_reset = GetCurrentTimestamp();
 		pgss_ng_info_shared->loaded = false;
+		pg_atomic_init_u32(&pgss_ng_info_shared->nattached, 0);
 	}
 
 	LWLockRelease(AddinShmemInitLock);
@@ -179,15 +187,61 @@ pgss_ng_stmt_ready(void)
 }
 
 /*
+ * stmt_detach_count
+ *		before_shmem_exit callback, registered before the kind layer's own
+ *		(so it runs after it, callbacks running last-in first-out): this
+ *		process has flushed and detached; stop counting it.
+ */
+static void
+stmt_detach_count(int code, Datum arg)
+{
+	if (stmt_counted_attached)
+		pg_atomic_fetch_sub_u32(&pgss_ng_info_shared->nattached, 1);
+	stmt_counted_attached = false;
+}
+
+/*
  * pgss_ng_stmt_attach
  *		Attach this backend to the statement kind's shared entries, once.
  *		False when the library was not preloaded (see pgss_ng_kind_attach).
+ *
+ * Counts the attached processes that the writer (persist.c) waits for at
+ * shutdown, until their exit flush is done.  Not walsenders: PostgreSQL
+ * stops them only after the background workers, so the writer could not
+ * wait for them; they flush with a waiting lock at every statement end
+ * instead (pgss_ng_flush).
  */
 bool
 pgss_ng_stmt_attach(void)
 {
-	return pgss_ng_info_shared != NULL &&
-		pgss_ng_kind_attach(&pgss_ng_stmt_kind);
+	static bool exit_registered = false;
+
+	if (pgss_ng_info_shared == NULL)
+		return false;
+	if (!exit_registered)
+	{
+		before_shmem_exit(stmt_detach_count, (Datum) 0);
+		exit_registered = true;
+	}
+	if (!pgss_ng_kind_attach(pgss_ng_stmt_kind))
+		return false;
+	if (!stmt_counted_attached && !am_walsender)
+	{
+		pg_atomic_fetch_add_u32(&pgss_ng_info_shared->nattached, 1);
+		stmt_counted_attached = true;
+	}
+	return true;
+}
+
+/*
+ * pgss_ng_stmt_attached
+ *		Processes attached and not yet past their exit flush (walsenders
+ *		not counted).  Read without a lock.
+ */
+uint32
+pgss_ng_stmt_attached(void)
+{
+	return pg_atomic_read_u32(&pgss_ng_info_shared->nattached);
 }
 
 /*
@@ -225,7 +279,7 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 
 		text = CleanQuerytext(text, &location, &len);
 	}
-	sh->qtext = pgss_ng_qtext_store(kind->area, text, len);
+	sh->qtext = pgss_ng_qtext_store(pgss_ng_kind_area(kind), text, len);
 	sh->encoding = GetDatabaseEncoding();
 	sh->stats_since = now;
 	sh->minmax_stats_since = now;
@@ -241,7 +295,7 @@ stmt_free(PgssNgKind *kind, void *shared_data)
 {
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
 
-	pgss_ng_qtext_release(kind->area, sh->qtext);
+	pgss_ng_qtext_release(pgss_ng_kind_area(kind), sh->qtext);
 	sh->qtext = InvalidDsaPointer;
 }
 
@@ -416,10 +470,28 @@ count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
 	}
 }
 
+/* What pgss_ng_store() records, for store_internal under the guard. */
+typedef struct StoreArgs
+{
+	const char *query;			/* the source string */
+	uint64		queryid;
+	int			query_location; /* the statement's place in it */
+	int			query_len;
+	PgssNgPhase phase;
+	bool		toplevel;
+	double		total_time;		/* ms */
+	uint64		rows;
+	const BufferUsage *bufusage;
+	const WalUsage *walusage;
+	const JitInstrumentation *jitusage; /* or NULL */
+	JumbleState *jstate;		/* parse analysis only, or NULL */
+} StoreArgs;
+
 /*
  * store_internal
- *		The body of pgss_ng_store(); may raise ERRORs from below (local
- *		out-of-memory, DSM mapping failures), which the caller catches.
+ *		The body of pgss_ng_store(), run under pgss_ng_kind_guard(); may
+ *		raise ERRORs from below (local out-of-memory, DSM mapping
+ *		failures), which the guard catches.
  *
  * With jstate (parse analysis of a statement with constants) it only makes
  * sure the entry exists, normalizing the text if it does not: the
@@ -429,26 +501,27 @@ count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
  * text is palloc'd in CurrentMemoryContext and freed before returning.
  */
 static void
-store_internal(const char *query, uint64 queryid, int query_location,
-			   int query_len, PgssNgPhase phase, bool toplevel,
-			   double total_time, uint64 rows, const BufferUsage *bufusage,
-			   const WalUsage *walusage, const JitInstrumentation *jitusage,
-			   JumbleState *jstate)
+store_internal(void *arg)
 {
-	PgssNgKind *sk = &pgss_ng_stmt_kind;
+	StoreArgs  *sa = (StoreArgs *) arg;
+	const char *query = sa->query;
+	int			query_location = sa->query_location;
+	int			query_len = sa->query_len;
+	JumbleState *jstate = sa->jstate;
+	PgssNgKind *sk = pgss_ng_stmt_kind;
 	PgssNgStmtKey key;
 	StmtInitArg ia;
 	PgssNgCounters *pending;
 	char	   *norm_query = NULL;
 
-	if (!pgss_ng_kind_attach(sk))
+	if (!pgss_ng_stmt_attach())
 		return;
 
 	memset(&key, 0, sizeof(key));
 	key.userid = GetUserId();
 	key.dbid = MyDatabaseId;
-	key.queryid = queryid;
-	key.toplevel = toplevel;
+	key.queryid = sa->queryid;
+	key.toplevel = sa->toplevel;
 
 	if (jstate != NULL && pgss_ng_kind_exists(sk, &key))
 		return;
@@ -478,7 +551,8 @@ store_internal(const char *query, uint64 queryid, int query_location,
 		count_dropped(1);
 		return;
 	}
-	count_one(pending, phase, total_time, rows, bufusage, walusage, jitusage);
+	count_one(pending, sa->phase, sa->total_time, sa->rows, sa->bufusage,
+			  sa->walusage, sa->jitusage);
 }
 
 /*
@@ -498,67 +572,62 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 			  const WalUsage *walusage, const JitInstrumentation *jitusage,
 			  JumbleState *jstate)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	StoreArgs	sa;
 
 	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
 		return;
 
-	/*
-	 * No resource owner: DSM segments that DSA maps or creates here are
-	 * pinned for the session anyway, and one left by a failed creation
-	 * must not be reported to the user as a leak at commit.
-	 */
-	pgss_ng_tracking_begin();
-	CurrentResourceOwner = NULL;
-	PG_TRY();
-	{
-		store_internal(query, queryid, query_location, query_len, phase,
-					   toplevel, total_time, rows, bufusage, walusage,
-					   jitusage, jstate);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		CurrentResourceOwner = oldowner;
-		pgss_ng_swallow_error(oldcxt, "record a statement");
-		if (jstate == NULL)
-			count_dropped(1);
-	}
-	PG_END_TRY();
+	sa.query = query;
+	sa.queryid = queryid;
+	sa.query_location = query_location;
+	sa.query_len = query_len;
+	sa.phase = phase;
+	sa.toplevel = toplevel;
+	sa.total_time = total_time;
+	sa.rows = rows;
+	sa.bufusage = bufusage;
+	sa.walusage = walusage;
+	sa.jitusage = jitusage;
+	sa.jstate = jstate;
+	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
+							store_internal, &sa) &&
+		jstate == NULL)
+		count_dropped(1);
+}
+
+/*
+ * flush_internal
+ *		The body of pgss_ng_flush(), run under pgss_ng_kind_guard(); arg
+ *		points to its force argument.
+ */
+static void
+flush_internal(void *arg)
+{
+	bool		force = *(bool *) arg;
+
+	/* walsenders are not waited for at shutdown: never leave anything */
+	pgss_ng_kind_flush(pgss_ng_stmt_kind, force || am_walsender);
+	/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
+	pgss_ng_kind_evict(pgss_ng_stmt_kind);
 }
 
 /*
  * pgss_ng_flush
  *		Flush this backend's pending statement counters (see
- *		pgss_ng_kind_flush), then evict if live entries exceed max.  Called at the end of each top-level statement
- *		(force false); the SQL functions call the kind layer directly.  An
- *		ERROR (e.g. a DSM segment that cannot be mapped while freeing) is
- *		caught and logged; what stayed pending is retried next time.
+ *		pgss_ng_kind_flush), then evict if live entries exceed max.  Called
+ *		at the end of each top-level statement (force false); the SQL
+ *		functions flush through pgss_ng_stmt_snapshot() and
+ *		pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
+ *		mapped while freeing) is caught and logged (pgss_ng_kind_guard);
+ *		what stayed pending is retried next time.
  */
 void
 pgss_ng_flush(bool force)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-
-	if (pgss_ng_stmt_kind.area == NULL || pgss_ng_stmt_kind.npending == 0)
+	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 		return;
 
-	pgss_ng_tracking_begin();
-	CurrentResourceOwner = NULL;	/* see pgss_ng_store() */
-	PG_TRY();
-	{
-		/* walsenders are not waited for at shutdown: never leave anything */
-		pgss_ng_kind_flush(&pgss_ng_stmt_kind, force || am_walsender);
-		/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
-		pgss_ng_kind_evict(&pgss_ng_stmt_kind);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		CurrentResourceOwner = oldowner;
-		pgss_ng_swallow_error(oldcxt, "flush statement statistics");
-	}
-	PG_END_TRY();
+	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
+							  "flush statement statistics",
+							  flush_internal, &force);
 }

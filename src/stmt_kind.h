@@ -153,7 +153,7 @@ typedef struct PgssNgSavedInfo
 } PgssNgSavedInfo;
 
 /* the statement kind's handle in the kind layer */
-extern PgssNgKind pgss_ng_stmt_kind;
+extern PgssNgKind *pgss_ng_stmt_kind;
 
 /* set-up (_PG_init, shared memory hooks) */
 extern void pgss_ng_stmt_init(void);
@@ -162,6 +162,7 @@ extern void pgss_ng_stmt_shmem_request(void);
 extern void pgss_ng_stmt_shmem_startup(void);
 extern bool pgss_ng_stmt_ready(void);
 extern bool pgss_ng_stmt_attach(void);
+extern uint32 pgss_ng_stmt_attached(void);
 
 /* the hooks */
 extern void pgss_ng_store(const char *query, uint64 queryid,

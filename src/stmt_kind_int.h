@@ -14,6 +14,7 @@
 #ifndef PGSS_NG_STMT_KIND_INT_H
 #define PGSS_NG_STMT_KIND_INT_H
 
+#include "port/atomics.h"
 #include "storage/spin.h"
 
 #include "stmt_kind.h"
@@ -37,6 +38,7 @@ typedef struct PgssNgInfo
 	int64		dropped;		/* plans/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 	bool		loaded;			/* the writer has read the stats file */
+	pg_atomic_uint32 nattached; /* see pgss_ng_stmt_attach */
 } PgssNgInfo;
 
 extern PgssNgInfo *pgss_ng_info_shared;

@@ -68,7 +68,7 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->text = NULL;
 	es->textlen = 0;
 	if (st->want_text)
-		es->text = pgss_ng_qtext_copy(kind->area, sh->qtext, &es->textlen);
+		es->text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext, &es->textlen);
 }
 
 /*
@@ -106,16 +106,16 @@ pgss_ng_stmt_snapshot(bool want_text, int *n)
 	PgssNgKindCounters kc;
 	int			i;
 
-	pgss_ng_kind_flush(&pgss_ng_stmt_kind, true);
+	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 
 	/* room for every live entry, so the array is not copied as it grows */
-	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &kc);
+	pgss_ng_kind_counters(pgss_ng_stmt_kind, &kc);
 	st.size = (int) kc.entries + 64;
 	st.n = 0;
 	st.entries = palloc_extended(sizeof(PgssNgStmtSnapshot) * st.size,
 								 MCXT_ALLOC_HUGE);
 	st.want_text = want_text;
-	pgss_ng_kind_foreach(&pgss_ng_stmt_kind, snapshot_visit, &st);
+	pgss_ng_kind_foreach(pgss_ng_stmt_kind, snapshot_visit, &st);
 
 	for (i = 0; i < st.n; i++)
 	{
@@ -198,16 +198,16 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 	f.now = GetCurrentTimestamp();
 
 	/* our own pending counts predate the reset */
-	pgss_ng_kind_flush(&pgss_ng_stmt_kind, true);
+	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 
 	if (minmax_only)
 	{
-		pgss_ng_kind_reset_matching(&pgss_ng_stmt_kind, reset_match,
+		pgss_ng_kind_update_matching(pgss_ng_stmt_kind, reset_match,
 									reset_minmax, &f);
 		return f.now;
 	}
 
-	pgss_ng_kind_drop_matching(&pgss_ng_stmt_kind, reset_match, &f);
+	pgss_ng_kind_drop_matching(pgss_ng_stmt_kind, reset_match, &f);
 
 	if (userid == InvalidOid && dbid == InvalidOid &&
 		queryid == UINT64CONST(0))
@@ -216,7 +216,7 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 		pgss_ng_info_shared->dropped = 0;
 		pgss_ng_info_shared->stats_reset = f.now;
 		SpinLockRelease(&pgss_ng_info_shared->mutex);
-		pgss_ng_kind_reset_counters(&pgss_ng_stmt_kind);
+		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
 		pgss_ng_qtext_reset_dropped();
 	}
 	return f.now;
@@ -234,7 +234,7 @@ pgss_ng_stmt_info(PgssNgStmtInfo *out)
 	out->dropped = pgss_ng_info_shared->dropped;
 	out->stats_reset = pgss_ng_info_shared->stats_reset;
 	SpinLockRelease(&pgss_ng_info_shared->mutex);
-	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &out->kind);
+	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
 }
 
@@ -249,7 +249,7 @@ pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
 {
 	PgssNgKindCounters kc;
 
-	pgss_ng_kind_counters(&pgss_ng_stmt_kind, &kc);
+	pgss_ng_kind_counters(pgss_ng_stmt_kind, &kc);
 	memset(out, 0, sizeof(*out));
 	out->dealloc = kc.dealloc;
 	out->backstop_skips = kc.backstop_skips;
@@ -262,7 +262,7 @@ pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
 void
 pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in)
 {
-	pgss_ng_kind_restore_counters(&pgss_ng_stmt_kind, in->dealloc,
+	pgss_ng_kind_restore_counters(pgss_ng_stmt_kind, in->dealloc,
 								  in->backstop_skips);
 	SpinLockAcquire(&pgss_ng_info_shared->mutex);
 	pgss_ng_info_shared->dropped += in->dropped;
@@ -324,7 +324,7 @@ pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key, const void *shared
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	StmtRecord	rec;
 	int			qlen;
-	char	   *text = pgss_ng_qtext_copy(kind->area, sh->qtext, &qlen);
+	char	   *text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext, &qlen);
 
 	memset(&rec, 0, sizeof(rec));
 	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
@@ -361,7 +361,7 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 	sh->stats_since = ra->rec->stats_since;
 	sh->minmax_stats_since = ra->rec->minmax_stats_since;
 	sh->qtext = ra->text ?
-		pgss_ng_qtext_store(kind->area, ra->text, ra->rec->qlen) :
+		pgss_ng_qtext_store(pgss_ng_kind_area(kind), ra->text, ra->rec->qlen) :
 		InvalidDsaPointer;
 	return true;
 }

@@ -1,0 +1,263 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_evict.c
+ *	  What bounds a kind's shared entries: the usage of an entry (its
+ *	  eviction value), eviction of the least valuable entries when live
+ *	  entries exceed max, and the backstop on allocated bodies.
+ *
+ * Usage is 1 at creation plus the uses its flushes reported, halving every
+ * PGSS_NG_USAGE_HALF_LIFE_MS.  When live entries exceed max, the least
+ * valuable PGSS_NG_EVICT_PERCENT percent of max go (more when the excess
+ * is larger); entries some backend holds a reference to are not
+ * candidates.  The backstop (kind_backstop) caps live + dropped bodies not
+ * yet freed; lookup_or_create (kind.c) refuses creations beyond it.
+ *
+ * Owns: PgssNgKindShared.dealloc (evictions counted); the usage and
+ * usage_time of bodies are written by flushes (kind.c) and read here.
+ *
+ * Locking: <name>_dealloc serializes removals (eviction, reset); eviction
+ * takes it conditionally: a backend that finds another one evicting goes
+ * on with its statement.  The victim scan holds each partition lock shared
+ * only while it reads that partition (no entry lock); victims are sorted
+ * with no lock but <name>_dealloc held, and removed one at a time under
+ * their partition lock, then their entry lock (kind_mark_dropped),
+ * checking the generation so that an entry re-created meanwhile is not
+ * removed.  Flushes never wait for <name>_dealloc.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "kind_int.h"
+
+/* One eviction candidate. */
+typedef struct EvictCandidate
+{
+	double		value;
+	uint64		generation;
+	int			keyno;			/* index into the candidate key array */
+} EvictCandidate;
+
+/*
+ * kind_decayed_usage
+ *		An entry's usage brought from its time t to now: it halves every
+ *		PGSS_NG_USAGE_HALF_LIFE_MS.  Never grows (a t in the future, from a
+ *		clock read just before ours in another backend, counts as now).
+ */
+double
+kind_decayed_usage(double usage, TimestampTz t, TimestampTz now)
+{
+	if (now <= t)
+		return usage;
+	return usage * exp2(-(double) (now - t) /
+						(PGSS_NG_USAGE_HALF_LIFE_MS * 1000.0));
+}
+
+/*
+ * kind_backstop
+ *		Most bodies (live + dropped, not yet freed) that may exist at once:
+ *		max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA).
+ */
+int
+kind_backstop(PgssNgKind *kind)
+{
+	return kind->max_entries + Min(kind->max_entries,
+								   PGSS_NG_BACKSTOP_MAX_EXTRA);
+}
+
+/*
+ * drop_victim
+ *		Evict one entry chosen by pgss_ng_kind_evict(), unless it was
+ *		re-created since the scan (another generation) or a backend took a
+ *		reference to it since.  Returns whether it was evicted.  Locks: its partition lock exclusively, then its entry
+ *		lock.
+ */
+static bool
+drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
+{
+	void	   *he;
+	PgssNgHashEntry *tail;
+	dsa_pointer body;
+	PgssNgSharedEntry *shared;
+
+	he = dshash_find(kind->hash, key, true);
+	if (he == NULL)
+		return false;
+	tail = HASH_TAIL(kind, he);
+	if (tail->generation != generation)
+	{
+		dshash_release_lock(kind->hash, he);
+		return false;
+	}
+	body = tail->body;
+	shared = dsa_get_address(kind->area, body);
+
+	/*
+	 * Referenced since the scan: a backend is counting into it.  With the
+	 * partition lock held exclusively no reference can be taken now, so
+	 * this test is exact.
+	 */
+	if (pg_atomic_read_u32(&shared->refcount) > 1)
+	{
+		dshash_release_lock(kind->hash, he);
+		return false;
+	}
+
+	kind_mark_dropped(shared, PGSS_NG_DROP_EVICT);
+	dshash_delete_entry(kind->hash, he);
+	kind_forget_body(kind, body, shared);
+	return true;
+}
+
+/*
+ * candidate_cmp
+ *		qsort comparator of eviction candidates: lowest value first, and
+ *		among equal values the older entry (lower generation) first.
+ */
+static int
+candidate_cmp(const void *a, const void *b)
+{
+	const EvictCandidate *ca = (const EvictCandidate *) a;
+	const EvictCandidate *cb = (const EvictCandidate *) b;
+
+	if (ca->value != cb->value)
+		return ca->value < cb->value ? -1 : 1;
+	/* older generation first: same value, created earlier */
+	if (ca->generation != cb->generation)
+		return ca->generation < cb->generation ? -1 : 1;
+	return 0;
+}
+
+/*
+ * pgss_ng_kind_evict
+ *		If live entries exceed max, evict the least valuable ones down to
+ *		max minus PGSS_NG_EVICT_PERCENT percent.
+ *
+ * Serialized by <name>_dealloc, taken without waiting: if another backend
+ * is evicting, return at once (the backstop bounds what is allocated
+ * meanwhile).  The scan copies (key, generation, decayed usage) of every
+ * entry nobody holds a reference to, holding each partition lock shared
+ * only while reading it and no entry lock (usage is read unlocked: a
+ * heuristic may read a value a flush is updating); the sort runs with no
+ * lock but <name>_dealloc; victims are then removed one by one
+ * (drop_victim).  Each eviction counts in dealloc.
+ * Memory: a temporary context under CurrentMemoryContext, deleted before
+ * returning.  Errors: out of memory (caller's guard releases the locks).
+ */
+void
+pgss_ng_kind_evict(PgssNgKind *kind)
+{
+	PgssNgKindShared *ks = kind->shared;
+	Size		ksz = kind->info->key_size;
+	int			max = kind->max_entries;
+	int			batch;
+	int			keep;
+	int			nwant;
+	int			npinned = 0;
+	int			ncand = 0;
+	int			size;
+	int			nevicted = 0;
+	int			i;
+	EvictCandidate *cands;
+	char	   *keys;
+	dshash_seq_status status;
+	void	   *he;
+	TimestampTz now;
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+
+	if (pg_atomic_read_u32(&ks->entries_live) <= (uint32) max)
+		return;
+	if (!LWLockConditionalAcquire(kind->dealloc_lock, LW_EXCLUSIVE))
+		return;
+
+	batch = Max(1, (int) ((int64) max * PGSS_NG_EVICT_PERCENT / 100));
+	keep = max - batch;
+	nwant = (int) pg_atomic_read_u32(&ks->entries_live) - keep;
+	if (nwant <= 0)
+	{
+		LWLockRelease(kind->dealloc_lock);
+		return;
+	}
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "kind eviction",
+								ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSetIdentifier(cxt, kind->info->name);
+	oldcxt = MemoryContextSwitchTo(cxt);
+
+	size = (int) pg_atomic_read_u32(&ks->entries_allocated) + 64;
+	cands = palloc_extended(sizeof(EvictCandidate) * size, MCXT_ALLOC_HUGE);
+	keys = palloc_extended(ksz * size, MCXT_ALLOC_HUGE);
+	now = GetCurrentTimestamp();
+
+	dshash_seq_init(&status, kind->hash, false);
+	while ((he = dshash_seq_next(&status)) != NULL)
+	{
+		PgssNgHashEntry *tail = HASH_TAIL(kind, he);
+		PgssNgSharedEntry *shared = dsa_get_address(kind->area, tail->body);
+
+		/* referenced: some backend is counting into it right now */
+		if (pg_atomic_read_u32(&shared->refcount) > 1)
+		{
+			npinned++;
+			continue;
+		}
+
+		if (ncand == size)
+		{
+			size *= 2;
+			cands = repalloc_huge(cands, sizeof(EvictCandidate) * size);
+			keys = repalloc_huge(keys, ksz * size);
+		}
+		cands[ncand].value = kind_decayed_usage(shared->usage, shared->usage_time,
+										   now);
+		cands[ncand].generation = tail->generation;
+		cands[ncand].keyno = ncand;
+		memcpy(keys + ksz * ncand, he, ksz);
+		ncand++;
+	}
+	dshash_seq_term(&status);
+
+	qsort(cands, ncand, sizeof(EvictCandidate), candidate_cmp);
+
+	/*
+	 * Entries pinned by references cannot go: count them as kept, so that
+	 * many pinned entries do not make us evict every unpinned one, however
+	 * valuable.  Evict one batch, or more when the excess is not pinned
+	 * (e.g. pgss_ng.max was just lowered).
+	 */
+	nwant = Min(nwant, Max(batch,
+						   (int) pg_atomic_read_u32(&ks->entries_live) - max - npinned));
+
+	for (i = 0; i < ncand && nevicted < nwant; i++)
+	{
+		if (drop_victim(kind, keys + ksz * cands[i].keyno,
+						cands[i].generation))
+			nevicted++;
+	}
+	pg_atomic_fetch_add_u64(&ks->dealloc, nevicted);
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	LWLockRelease(kind->dealloc_lock);
+}
+
+/*
+ * pgss_ng_kind_usage
+ *		The usage of the entry whose kind data is shared_data, decayed to
+ *		now.  For pgss_ng_kind_foreach() visitors (entry lock held).
+ */
+double
+pgss_ng_kind_usage(const void *shared_data)
+{
+	const PgssNgSharedEntry *shared = (const PgssNgSharedEntry *)
+		((const char *) shared_data - PGSS_NG_SHARED_DATA_OFFSET);
+
+	return kind_decayed_usage(shared->usage, shared->usage_time,
+						 GetCurrentTimestamp());
+}

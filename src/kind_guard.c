@@ -1,0 +1,125 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_guard.c
+ *	  Error containment: statistics code runs inside a user's statement
+ *	  (hooks) or in the writer, and an ERROR from below (out of shared
+ *	  memory, a DSM segment that cannot be mapped, local out-of-memory)
+ *	  must not reach the user's statement.  pgss_ng_kind_guard() is the
+ *	  one wrapper that runs such code, logs the ERROR as "<kind name>
+ *	  could not <what>: <message>" and clears it.
+ *
+ * Owns: the nesting depth of guarded calls and the InterruptHoldoffCount
+ * seen when the outermost one began.
+ *
+ * Locking: after an ERROR, LWLockReleaseAll() releases every LWLock when
+ * the caller of the outermost guarded call held none (so every one held
+ * is ours: partition, entry, alloc, qtext...).  When the caller held
+ * LWLocks, the ERROR is re-thrown instead and the transaction's abort
+ * releases them (rare: an SQL function called under a buffer lock with
+ * track = all; safer than releasing a lock its caller relies on).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/lwlock.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "kind_int.h"
+
+/*
+ * InterruptHoldoffCount when the outermost guarded call began.  Every
+ * LWLock held raises that count, so 0 means the caller held no LWLock.
+ */
+static uint32 tracking_holdoff = 0;
+
+/* guarded calls in progress in this backend (they can nest) */
+static int	guard_depth = 0;
+
+/*
+ * kind_release_locks_or_rethrow
+ *		In a PG_CATCH of guarded code: release every LWLock, which are then
+ *		all ours, or, if the caller of the outermost guarded call held
+ *		LWLocks, leave them all and re-throw the ERROR (see the file
+ *		header).
+ */
+void
+kind_release_locks_or_rethrow(void)
+{
+	if (tracking_holdoff > 0)
+		PG_RE_THROW();
+	LWLockReleaseAll();
+}
+
+/*
+ * swallow_error
+ *		Turn the ERROR being handled into a LOG line ("<kind name> could
+ *		not <what>: <message>") and clear it, after releasing the locks (or
+ *		re-throwing: kind_release_locks_or_rethrow).  Memory: switches back
+ *		to oldcxt; the error data is freed.
+ */
+static void
+swallow_error(PgssNgKind *kind, MemoryContext oldcxt, const char *what)
+{
+	ErrorData  *edata;
+
+	kind_release_locks_or_rethrow();
+	MemoryContextSwitchTo(oldcxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	/* a LOG report checks for interrupts: a cancel must not escape here */
+	HOLD_INTERRUPTS();
+	ereport(LOG,
+			(errmsg("%s could not %s: %s",
+					kind->info->name, what, edata->message)));
+	RESUME_INTERRUPTS();
+	FreeErrorData(edata);
+}
+
+/*
+ * pgss_ng_kind_guard
+ *		Run fn(arg) so that no ERROR it raises escapes: the ERROR is logged
+ *		(swallow_error) and false returned; true when fn returned normally.
+ *
+ * fn runs with no resource owner: DSM segments that DSA maps or creates
+ * are pinned for the session anyway, and one left by a failed creation
+ * must not be reported to the user as a leak at commit.  Guarded calls
+ * may nest (the kind layer guards its dshash insert inside the statement
+ * kind's guarded store); whether the caller held LWLocks is judged at the
+ * outermost one.  Memory: CurrentMemoryContext is restored either way.
+ * Errors: re-thrown only when the outermost caller held LWLocks.
+ */
+bool
+pgss_ng_kind_guard(PgssNgKind *kind, const char *what, PgssNgGuardedFn fn,
+				   void *arg)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	if (guard_depth == 0)
+		tracking_holdoff = InterruptHoldoffCount;
+	guard_depth++;
+	CurrentResourceOwner = NULL;
+	PG_TRY();
+	{
+		fn(arg);
+	}
+	PG_CATCH();
+	{
+		CurrentResourceOwner = oldowner;
+		guard_depth--;
+		swallow_error(kind, oldcxt, what);
+		ok = false;
+	}
+	PG_END_TRY();
+
+	if (ok)
+	{
+		CurrentResourceOwner = oldowner;
+		guard_depth--;
+	}
+	return ok;
+}

@@ -1,0 +1,145 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_int.h
+ *	  Internals of the kind layer, shared by its files and seen by nobody
+ *	  else: the shared structures, the backend-local handle of a kind, and
+ *	  the functions one file of the layer calls in another.
+ *
+ *	  kind_shmem.c   set-up in the postmaster, attach and exit flush
+ *	  kind.c         entries, references, pending data, flush, drop,
+ *	                 readers and maintenance
+ *	  kind_evict.c   usage, eviction and the backstop
+ *	  kind_guard.c   error containment (pgss_ng_kind_guard)
+ *
+ * Shared structures
+ *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
+ *	  entry body:      [PgssNgSharedEntry] [kind data (shared_size bytes)]
+ *	  The body is a separate DSA chunk so that it can outlive its removal
+ *	  from the dshash while backends still hold references to it.
+ *	  pending entry:   [key] [PgssNgPendingHdr] [pending data], in the
+ *	                   backend-local hash kind->pending.
+ *
+ * Locking: see kind.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGSS_NG_KIND_INT_H
+#define PGSS_NG_KIND_INT_H
+
+#include "port/atomics.h"
+
+#include "kind.h"
+
+/* Pending data older than this is flushed with a waiting lock (ms). */
+#define PGSS_NG_PENDING_MAX_AGE_MS	1000
+
+/* Usage (the eviction value) halves every this many ms without use. */
+#define PGSS_NG_USAGE_HALF_LIFE_MS	60000
+
+/* Eviction frees this percentage of max at once. */
+#define PGSS_NG_EVICT_PERCENT		5
+
+/*
+ * Allocated entries (live + dropped, not yet freed) never exceed
+ * max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA).
+ */
+#define PGSS_NG_BACKSTOP_MAX_EXTRA	20000
+
+/* Why an entry was dropped. */
+typedef enum PgssNgDropReason
+{
+	PGSS_NG_LIVE = 0,			/* not dropped */
+	PGSS_NG_DROP_RESET,			/* removed by a reset */
+	PGSS_NG_DROP_EVICT			/* removed by eviction */
+} PgssNgDropReason;
+
+/*
+ * Body of a shared entry.  The kind's data follows at
+ * PGSS_NG_SHARED_DATA_OFFSET.
+ */
+typedef struct PgssNgSharedEntry
+{
+	LWLock		lock;			/* protects everything below but refcount */
+	uint8		dropped;		/* PgssNgDropReason; not live: awaiting free */
+	pg_atomic_uint32 refcount;	/* 1 for the hash + 1 per entry ref */
+	uint64		generation;		/* distinguishes incarnations of one key */
+	double		usage;			/* eviction value at usage_time */
+	TimestampTz usage_time;		/* when usage was last brought up to date */
+} PgssNgSharedEntry;
+
+#define PGSS_NG_SHARED_DATA_OFFSET	MAXALIGN(sizeof(PgssNgSharedEntry))
+#define PgssNgSharedData(ent) \
+	((void *) (((char *) (ent)) + PGSS_NG_SHARED_DATA_OFFSET))
+
+/* Tail of a dshash element, after the key. */
+typedef struct PgssNgHashEntry
+{
+	dsa_pointer body;			/* PgssNgSharedEntry + kind data */
+	uint64		generation;		/* copy of the body's generation */
+} PgssNgHashEntry;
+
+/* Kind-wide shared state, in main shared memory. */
+typedef struct PgssNgKindShared
+{
+	dshash_table_handle hash_handle;
+	int			dsa_tranche;
+	int			hash_tranche;
+	int			entry_tranche;
+	pg_atomic_uint32 entries_live;	/* entries in the hash */
+	pg_atomic_uint32 entries_allocated; /* bodies, incl. dropped ones */
+	pg_atomic_uint64 next_generation;
+	pg_atomic_uint64 dealloc;	/* entries evicted */
+	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
+	/* the in-place DSA area follows, MAXALIGN'd */
+} PgssNgKindShared;
+
+/* Backend-local handle of one kind (pgss_ng_kind_define). */
+struct PgssNgKind
+{
+	const PgssNgKindInfo *info;
+	PgssNgKindShared *shared;	/* NULL until shmem startup */
+	dsa_area   *area;			/* NULL until attached */
+	dshash_table *hash;
+	dshash_parameters hash_params;
+	LWLock	   *alloc_lock;		/* named tranche <name>_alloc */
+	LWLock	   *dealloc_lock;	/* named tranche <name>_dealloc */
+	HTAB	   *pending;		/* key -> [PgssNgPendingHdr, pending data] */
+	int			npending;
+	int			max_entries;	/* eviction keeps live entries at or below */
+	bool		detaching;		/* at exit, after the last flush */
+};
+
+/* Header of a backend-local pending entry, after the key. */
+typedef struct PgssNgPendingHdr
+{
+	dsa_pointer body;			/* the referenced shared body */
+	PgssNgSharedEntry *shared;	/* its address in this backend */
+	TimestampTz since;			/* when this pending entry was made */
+} PgssNgPendingHdr;
+
+#define HASH_TAIL(kind, he) \
+	((PgssNgHashEntry *) (((char *) (he)) + MAXALIGN((kind)->info->key_size)))
+#define PENDING_HDR(kind, pe) \
+	((PgssNgPendingHdr *) (((char *) (pe)) + \
+						   MAXALIGN((kind)->info->key_size)))
+#define PENDING_DATA(kind, pe) \
+	((void *) (((char *) PENDING_HDR(kind, pe)) + \
+			   MAXALIGN(sizeof(PgssNgPendingHdr))))
+
+/* kind.c: references and drops */
+extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,
+						   PgssNgSharedEntry *shared);
+extern void kind_mark_dropped(PgssNgSharedEntry *shared,
+							  PgssNgDropReason reason);
+extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
+							 PgssNgSharedEntry *shared);
+
+/* kind_evict.c */
+extern double kind_decayed_usage(double usage, TimestampTz t,
+								 TimestampTz now);
+extern int	kind_backstop(PgssNgKind *kind);
+
+/* kind_guard.c */
+extern void kind_release_locks_or_rethrow(void);
+
+#endif							/* PGSS_NG_KIND_INT_H */

@@ -1,0 +1,278 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_shmem.c
+ *	  Set-up of a kind: its handle, its named LWLocks, its control block
+ *	  and DSA area in main shared memory (in the postmaster), a backend's
+ *	  attachment to them, and the flush and detach at the backend's exit.
+ *
+ * Owns: PgssNgKindShared's creation and the tranche ids in it; a
+ * handle's area, hash and pending hash (made at attach, released at exit).
+ *
+ * Locking: set-up runs with AddinShmemInitLock held by the caller; attach
+ * and detach take no lock of this layer (dsa and dshash take their own);
+ * the exit flush takes entry locks like any flush (kind.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <xxhash.h>
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
+
+#include "kind_int.h"
+
+/*
+ * Bytes of the DSA area created in place in main shared memory.  The
+ * dshash control block and its first bucket arrays must fit in it (the
+ * postmaster may not create DSM segments); entries beyond it live in DSM
+ * segments that backends add on demand.
+ */
+#define PGSS_NG_DSA_INIT_SIZE	(256 * 1024)
+
+static void pgss_ng_kind_shutdown(int code, Datum arg);
+
+/*
+ * pgss_ng_kind_define
+ *		Make the backend-local handle of a kind described by info (which
+ *		must live as long as the process).  Called from _PG_init; the
+ *		handle is inherited by every process forked from the postmaster.
+ *		Memory: TopMemoryContext.
+ */
+PgssNgKind *
+pgss_ng_kind_define(const PgssNgKindInfo *info)
+{
+	PgssNgKind *kind = MemoryContextAllocZero(TopMemoryContext,
+											  sizeof(PgssNgKind));
+
+	kind->info = info;
+	return kind;
+}
+
+/*
+ * hash_key
+ *		dshash hash function: 64-bit XXH3 of the key bytes, folded to 32 bits.
+ */
+static dshash_hash
+hash_key(const void *key, size_t size, void *arg)
+{
+	uint64		h = XXH3_64bits(key, size);
+
+	return (dshash_hash) (h ^ (h >> 32));
+}
+
+/*
+ * init_hash_params
+ *		Fill the dshash parameters of a kind; identical in every process.
+ */
+static void
+init_hash_params(PgssNgKind *kind)
+{
+	kind->hash_params.key_size = kind->info->key_size;
+	kind->hash_params.entry_size = MAXALIGN(kind->info->key_size) +
+		sizeof(PgssNgHashEntry);
+	kind->hash_params.compare_function = dshash_memcmp;
+	kind->hash_params.hash_function = hash_key;
+	kind->hash_params.tranche_id = kind->shared->hash_tranche;
+}
+
+/*
+ * raw_dsa_place
+ *		Address of the kind's in-place DSA area, after its control block.
+ */
+static void *
+raw_dsa_place(PgssNgKind *kind)
+{
+	return ((char *) kind->shared) + MAXALIGN(sizeof(PgssNgKindShared));
+}
+
+/*
+ * lock_name
+ *		"<kind name>_<what>", in TopMemoryContext (tranche names must live
+ *		as long as the process).
+ */
+static char *
+lock_name(const PgssNgKindInfo *info, const char *what)
+{
+	return MemoryContextStrdup(TopMemoryContext,
+							   psprintf("%s_%s", info->name, what));
+}
+
+/*
+ * pgss_ng_kind_shmem_request
+ *		Request the kind's named LWLocks (<name>_alloc, <name>_dealloc).
+ *		Called from shmem_request_hook.
+ */
+void
+pgss_ng_kind_shmem_request(const PgssNgKindInfo *info)
+{
+	RequestNamedLWLockTranche(lock_name(info, "alloc"), 1);
+	RequestNamedLWLockTranche(lock_name(info, "dealloc"), 1);
+}
+
+/*
+ * pgss_ng_kind_shmem_size
+ *		Bytes of main shared memory one kind needs: its control block plus
+ *		the DSA area created in place.
+ */
+Size
+pgss_ng_kind_shmem_size(const PgssNgKindInfo *info)
+{
+	return add_size(MAXALIGN(sizeof(PgssNgKindShared)), PGSS_NG_DSA_INIT_SIZE);
+}
+
+/*
+ * pgss_ng_kind_shmem_startup
+ *		Create (first time) or find the kind's shared state.
+ *
+ * Called from shmem_startup_hook with AddinShmemInitLock held, in the
+ * postmaster (and again after a crash reinitialized shared memory).  The
+ * first time, the DSA area is created in place and pinned, and the dshash is
+ * created while the area is limited to its in-place size, so that the
+ * postmaster never creates or attaches a DSM segment.  The postmaster then
+ * detaches; backends attach lazily (pgss_ng_kind_attach).
+ *
+ * The tranche names are registered here so that every process forked from
+ * the postmaster knows them (wait events show them, not "extension").
+ * Memory: tranche names in TopMemoryContext.  Errors: out of shared memory.
+ */
+void
+pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
+{
+	bool		found;
+	PgssNgKindShared *shared;
+
+	kind->area = NULL;
+	kind->hash = NULL;
+	kind->pending = NULL;
+	kind->npending = 0;
+
+	shared = ShmemInitStruct(shmem_name,
+							 pgss_ng_kind_shmem_size(kind->info), &found);
+	kind->shared = shared;
+	kind->alloc_lock =
+		&GetNamedLWLockTranche(lock_name(kind->info, "alloc"))->lock;
+	kind->dealloc_lock =
+		&GetNamedLWLockTranche(lock_name(kind->info, "dealloc"))->lock;
+
+	if (!found)
+	{
+		dsa_area   *dsa;
+		dshash_table *dsh;
+
+		shared->dsa_tranche = LWLockNewTrancheId();
+		shared->hash_tranche = LWLockNewTrancheId();
+		shared->entry_tranche = LWLockNewTrancheId();
+		pg_atomic_init_u32(&shared->entries_live, 0);
+		pg_atomic_init_u32(&shared->entries_allocated, 0);
+		pg_atomic_init_u64(&shared->next_generation, 1);
+		pg_atomic_init_u64(&shared->dealloc, 0);
+		pg_atomic_init_u64(&shared->backstop_skips, 0);
+
+		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,
+								  shared->dsa_tranche, NULL);
+		dsa_pin(dsa);
+		dsa_set_size_limit(dsa, PGSS_NG_DSA_INIT_SIZE);
+		init_hash_params(kind);
+		dsh = dshash_create(dsa, &kind->hash_params, NULL);
+		shared->hash_handle = dshash_get_hash_table_handle(dsh);
+		dsa_set_size_limit(dsa, -1);
+		dshash_detach(dsh);
+		dsa_detach(dsa);
+	}
+
+	LWLockRegisterTranche(shared->dsa_tranche, lock_name(kind->info, "dsa"));
+	LWLockRegisterTranche(shared->hash_tranche, lock_name(kind->info, "hash"));
+	LWLockRegisterTranche(shared->entry_tranche, lock_name(kind->info, "entry"));
+}
+
+/*
+ * pgss_ng_kind_attach
+ *		Attach this backend to the kind's area and hash, once.
+ *
+ * Returns false when there is nothing to attach to (library not preloaded)
+ * or the backend is already past its exit flush.  Registers the exit
+ * callback that flushes everything still pending and detaches.
+ * Memory: handles and the pending hash live in TopMemoryContext.
+ * Errors: only can't-happen errors from dsa/dshash attach.
+ */
+bool
+pgss_ng_kind_attach(PgssNgKind *kind)
+{
+	MemoryContext oldcxt;
+	HASHCTL		ctl;
+
+	if (kind->area != NULL)
+		return true;
+	/* never in the postmaster itself (it must not map DSM segments) */
+	if (kind->shared == NULL || kind->detaching ||
+		(IsPostmasterEnvironment && !IsUnderPostmaster))
+		return false;
+
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+	init_hash_params(kind);
+	kind->area = dsa_attach_in_place(raw_dsa_place(kind), NULL);
+	dsa_pin_mapping(kind->area);
+	kind->hash = dshash_attach(kind->area, &kind->hash_params,
+							   kind->shared->hash_handle, NULL);
+
+	ctl.keysize = kind->info->key_size;
+	ctl.entrysize = MAXALIGN(kind->info->key_size) +
+		MAXALIGN(sizeof(PgssNgPendingHdr)) + kind->info->pending_size;
+	ctl.hcxt = TopMemoryContext;
+	kind->pending = hash_create(psprintf("%s pending", kind->info->name),
+								64, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	kind->npending = 0;
+
+	MemoryContextSwitchTo(oldcxt);
+
+	before_shmem_exit(pgss_ng_kind_shutdown, PointerGetDatum(kind));
+	return true;
+}
+
+/*
+ * pgss_ng_kind_shutdown
+ *		before_shmem_exit callback: flush everything pending, waiting for
+ *		locks, then detach from the area.  Nothing counted is left behind.
+ */
+static void
+pgss_ng_kind_shutdown(int code, Datum arg)
+{
+	PgssNgKind *kind = (PgssNgKind *) DatumGetPointer(arg);
+
+	if (kind->area == NULL)
+		return;
+
+	pgss_ng_kind_flush(kind, true);
+
+	kind->detaching = true;
+	dshash_detach(kind->hash);
+	kind->hash = NULL;
+	dsa_release_in_place(raw_dsa_place(kind));
+	dsa_detach(kind->area);
+	kind->area = NULL;
+}
+
+/*
+ * pgss_ng_kind_area / pgss_ng_kind_hash_tranche
+ *		The kind's DSA area in this backend (NULL until attached), for the
+ *		kind's own shared allocations (e.g. query texts); the tranche id of
+ *		the kind's dshash partition locks, which a kind may reuse for a
+ *		dshash of its own.
+ */
+dsa_area *
+pgss_ng_kind_area(PgssNgKind *kind)
+{
+	return kind->area;
+}
+
+int
+pgss_ng_kind_hash_tranche(PgssNgKind *kind)
+{
+	return kind->shared->hash_tranche;
+}
