@@ -230,7 +230,8 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	}
 
 	body = dsa_allocate_extended(kind->area,
-								 PGSS_NG_SHARED_DATA_OFFSET + kind->info->shared_size,
+								 PGSS_NG_SHARED_DATA_OFFSET +
+								 kind->info->shared_size,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
 	if (!DsaPointerIsValid(body))
 	{
@@ -298,6 +299,9 @@ lookup_or_create(PgssNgKind *kind, const void *key,
  *		Is there a pending or shared entry for key?  Takes the partition
  *		lock shared for a moment.  The answer may be stale at once; callers
  *		use it only to skip work (e.g. normalizing a text that is stored).
+ *		Not read-only: a pending entry of this backend whose shared entry
+ *		was dropped is flushed away first (find_live_pending), waiting for
+ *		its entry lock.
  */
 bool
 pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
@@ -347,61 +351,103 @@ max_pending(PgssNgKind *kind)
 }
 
 /*
+ * pgss_ng_kind_lock_entry
+ *		For a kind's flush callback: lock the shared entry that ref refers
+ *		to exclusively.  Tries without waiting first; with nowait, returns
+ *		false if the lock is busy (the pending data stays for a later
+ *		flush), otherwise waits, except for a lock this backend holds
+ *		itself (false).  Returns false, with the lock released, also when
+ *		the entry was dropped (reset, eviction); the layer then discards
+ *		or hands over the pending data (flush_one).  True: the lock is
+ *		held and the entry is live; release it with
+ *		pgss_ng_kind_unlock_entry().
+ */
+bool
+pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
+{
+	LWLock	   *lock = &ref->shared->lock;
+
+	if (!LWLockConditionalAcquire(lock, LW_EXCLUSIVE))
+	{
+		if (nowait)
+			return false;
+		/* never wait for a lock this backend holds itself */
+		if (LWLockHeldByMe(lock))
+			return false;
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+	}
+	if (ref->shared->dropped != PGSS_NG_LIVE)
+	{
+		ref->dropped = ref->shared->dropped;
+		LWLockRelease(lock);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * pgss_ng_kind_unlock_entry
+ *		After a flush callback merged ref's pending data: add uses (the
+ *		uses the pending data represents) to the entry's usage, its value
+ *		for eviction, decayed to the flush's time, and release the entry
+ *		lock taken by pgss_ng_kind_lock_entry().
+ */
+void
+pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
+{
+	PgssNgSharedEntry *shared = ref->shared;
+
+	shared->usage = kind_decayed_usage(shared->usage, shared->usage_time,
+									   ref->flush_time) + uses;
+	shared->usage_time = Max(shared->usage_time, ref->flush_time);
+	LWLockRelease(&shared->lock);
+}
+
+/*
  * flush_one
- *		Flush one pending entry pe; see pgss_ng_kind_flush() for the lock
- *		policy.  now is used for the age test and the usage decay.  Returns
- *		false if the entry stays pending (its lock was busy).
+ *		Flush one pending entry pe through the kind's flush callback, which
+ *		may wait for the entry lock (nowait false) only when force is set
+ *		or the pending data is older than PGSS_NG_PENDING_MAX_AGE_MS.  now
+ *		is used for the age test and the usage decay.  Returns false if the
+ *		entry stays pending (its lock was busy).
  *
- * Into a live entry, the pending data is merged and the usage brought up
- * to date; into one dropped by a reset it is discarded (made before the
- * reset); into an evicted one it goes to the kind's discard callback.  The
- * local entry is removed and the reference released either way.
+ * Into a live entry, the callback merges the pending data and the usage
+ * is brought up to date; into one dropped by a reset it is discarded (made
+ * before the reset); into an evicted one it goes to the kind's discard
+ * callback.  The local entry is removed and the reference released either
+ * way.  Locks: the entry's LWLock (taken by the callback, through
+ * pgss_ng_kind_lock_entry), none afterwards.
  */
 static bool
 flush_one(PgssNgKind *kind, void *pe, TimestampTz now, bool force)
 {
-	PgssNgPendingHdr *hdr = PENDING_HDR(kind, pe);
-	PgssNgSharedEntry *shared = hdr->shared;
-	dsa_pointer body;
-	uint8		dropped;
+	PgssNgEntryRef *ref = PENDING_REF(kind, pe);
+	bool		nowait;
 
-	if (!LWLockConditionalAcquire(&shared->lock, LW_EXCLUSIVE))
-	{
-		if (!force &&
-			!TimestampDifferenceExceeds(hdr->since, now,
-										PGSS_NG_PENDING_MAX_AGE_MS))
-			return false;
-		/* never wait for a lock this backend holds itself */
-		if (LWLockHeldByMe(&shared->lock))
-			return false;
-		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-	}
+	nowait = !force &&
+		!TimestampDifferenceExceeds(ref->pending_since, now,
+									PGSS_NG_PENDING_MAX_AGE_MS);
+	ref->dropped = PGSS_NG_LIVE;
+	ref->flush_time = now;
+	if (!kind->info->flush_pending_cb(ref, nowait) &&
+		ref->dropped == PGSS_NG_LIVE)
+		return false;
 
-	dropped = shared->dropped;
-	if (dropped == PGSS_NG_LIVE)
-	{
-		double		uses;
-
-		uses = kind->info->flush_pending_cb(kind, pe, PgssNgSharedData(shared),
-											PENDING_DATA(kind, pe),
-											hdr->since);
-		shared->usage = kind_decayed_usage(shared->usage, shared->usage_time,
-									  now) + uses;
-		shared->usage_time = Max(shared->usage_time, now);
-	}
-	LWLockRelease(&shared->lock);
-
-	if (dropped == PGSS_NG_DROP_EVICT && kind->info->discard_pending_cb)
-		kind->info->discard_pending_cb(kind, pe, PENDING_DATA(kind, pe));
+	if (ref->dropped == PGSS_NG_DROP_EVICT && kind->info->discard_pending_cb)
+		kind->info->discard_pending_cb(ref);
 
 	/*
 	 * Forget the pending entry before releasing the reference: should
 	 * freeing raise an ERROR, the counts are not merged a second time.
 	 */
-	body = hdr->body;
-	hash_search(kind->pending, pe, HASH_REMOVE, NULL);
-	kind->npending--;
-	release_ref(kind, body, shared);
+	{
+		dsa_pointer body = ref->body;
+		PgssNgSharedEntry *shared = ref->shared;
+
+		hash_search(kind->pending, pe, HASH_REMOVE, NULL);
+		kind->npending--;
+		release_ref(kind, body, shared);
+	}
 	return true;
 }
 
@@ -424,7 +470,7 @@ find_live_pending(PgssNgKind *kind, const void *key)
 	pe = hash_search(kind->pending, key, HASH_FIND, NULL);
 	if (pe == NULL)
 		return NULL;
-	if (PENDING_HDR(kind, pe)->shared->dropped == PGSS_NG_LIVE)
+	if (PENDING_REF(kind, pe)->shared->dropped == PGSS_NG_LIVE)
 		return pe;
 	flush_one(kind, pe, GetCurrentTimestamp(), true);
 	return NULL;
@@ -432,35 +478,34 @@ find_live_pending(PgssNgKind *kind, const void *key)
 
 /*
  * pgss_ng_kind_get_pending
- *		Return this backend's pending data for key (zeroed when new), making
- *		the shared entry if needed and holding a reference to it until the
- *		pending data is flushed.
+ *		Return this backend's reference to the entry for key, with its
+ *		pending data (zeroed when new), making the shared entry if needed;
+ *		the reference is held until the pending data is flushed.
  *
  * Returns NULL when the entry could not be made (backstop reached, or out
- * of shared memory); the caller then counts what it wanted to record as dropped.  Before adding a
- * new pending entry past max_pending(), everything pending is flushed,
- * so a backend's pending memory stays bounded however many distinct keys a
- * single statement or transaction touches.
- * Memory: pending entries in TopMemoryContext (the pending hash).
- * Errors: those of lookup_or_create(); the local entry is removed first.
+ * of shared memory); the caller then counts what it wanted to record as
+ * dropped.  Before adding a new pending entry past max_pending(),
+ * everything pending is flushed, so a backend's pending memory stays
+ * bounded however many distinct keys a single statement or transaction
+ * touches.  Memory: pending entries in TopMemoryContext (the pending
+ * hash).  Errors: those of lookup_or_create(); the local entry is removed
+ * first.
  */
-void *
+PgssNgEntryRef *
 pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 						 PgssNgInitSharedFn init, void *arg)
 {
 	void	   *live;
 	void	   *pe;
 	bool		found;
-	PgssNgPendingHdr *hdr;
+	PgssNgEntryRef *ref;
 	PgssNgCreateResult r = PGSS_NG_OUT_OF_MEMORY;
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
 
 	live = find_live_pending(kind, key);
 	if (live != NULL)
-	{
-		return PENDING_DATA(kind, live);
-	}
+		return PENDING_REF(kind, live);
 
 	if (kind->npending >= max_pending(kind) &&
 		pgss_ng_kind_flush(kind, false) &&
@@ -488,18 +533,24 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 		return NULL;
 	}
 
-	hdr = PENDING_HDR(kind, pe);
-	hdr->body = body;
-	hdr->shared = shared;
-	hdr->since = GetCurrentTimestamp();
-	memset(PENDING_DATA(kind, pe), 0, kind->info->pending_size);
+	ref = PENDING_REF(kind, pe);
+	ref->kind = kind;
+	ref->key = pe;
+	ref->shared_data = PgssNgSharedData(shared);
+	ref->pending = PENDING_DATA(kind, pe);
+	ref->pending_since = GetCurrentTimestamp();
+	ref->body = body;
+	ref->shared = shared;
+	ref->dropped = PGSS_NG_LIVE;
+	ref->flush_time = 0;
+	memset(ref->pending, 0, kind->info->pending_size);
 	kind->npending++;
 
 	/* only now: an ERROR in eviction must find the reference recorded */
 	if (r == PGSS_NG_CREATED)
 		pgss_ng_kind_evict(kind);
 
-	return PENDING_DATA(kind, pe);
+	return ref;
 }
 
 /*
@@ -704,7 +755,8 @@ pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
 
-	return lookup_or_create(kind, key, init, arg, false, usage, &body, &shared);
+	return lookup_or_create(kind, key, init, arg, false, usage, &body,
+							&shared);
 }
 
 

@@ -1,22 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * kind.h
- *	  A small "cumulative statistics kind" layer for PostgreSQL 15, shaped
- *	  like core's PgStat_KindInfo so that a kind written on top of it could
- *	  later be registered with pgstat_register_kind() on PostgreSQL 18+.
+ *	  A small "cumulative statistics kind" layer for PostgreSQL 15.  Its
+ *	  API is shaped like core's PgStat_KindInfo (PostgreSQL 18) where that
+ *	  was cheap: a kind description with callbacks, entry references, a
+ *	  flush callback that takes the reference and nowait and locks through
+ *	  the layer.  A kind on this layer could not be registered with
+ *	  pgstat_register_kind() as it is: docs/design.md ("Mapping to core
+ *	  pgstat") says what differs and why.
  *
  * A kind keeps its shared entries in its own dshash, inside a DSA area that
  * the postmaster creates in place in main shared memory.  Backends count
  * into backend-local *pending* entries and *flush* them into the shared
  * entries later, taking each entry's LWLock without waiting where they can.
- * Nothing in this layer knows about statements: the kind-specific parts are
- * callbacks in PgssNgKindInfo.
- *
- * Shared structures
- *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
- *	  entry body:      [PgssNgSharedEntry] [kind data (shared_size bytes)]
- *	  The body is a separate DSA chunk so that it can outlive its removal
- *	  from the dshash while backends still hold references to it.
+ * Nothing in this layer knows about statements or about pgss_ng: the
+ * kind-specific parts, names included, come from PgssNgKindInfo.  The
+ * layer's files and structures are described in kind_int.h.
  *
  * Locking rules
  *	  - The dshash partition lock protects the mapping key -> body.  A
@@ -25,22 +24,17 @@
  *	  - Removing a body from the hash (reset, eviction) marks it dropped and
  *		drops the hash's own reference; whoever brings refcount to zero
  *		frees the body (and calls the kind's free callback).
- *	  - A body's LWLock protects its kind data and its dropped flag.
- *		Flushes take it exclusively, readers take it shared.  Flushes try
- *		LWLockConditionalAcquire first.
+ *	  - A body's LWLock (the entry lock) protects its kind data, usage and
+ *		dropped flag.  Flushes take it exclusively, readers take it shared.
+ *		Flushes try LWLockConditionalAcquire first.
  *	  - Never take a dshash partition lock while holding an entry lock: the
  *		order is partition lock, then entry lock.
  *	  - <name>_alloc (a named LWLock) serializes the creation of entries, so
  *		that admission against max and the backstop is exact; it is held
- *		while the body is allocated and published, never during a flush.
- *	  - <name>_dealloc serializes removals (eviction, reset).  Eviction
- *		takes it conditionally: a backend that finds another one evicting
- *		goes on with its statement; a reset waits for it.
- *		The victim scan holds each partition lock shared only while it
- *		reads that partition (it takes no entry lock); victims are sorted
- *		with no lock but this one held, and removed one at a time under
- *		their partition lock, checking the generation so that an entry
- *		re-created meanwhile is not removed.  Flushes never wait for it.
+ *		while the body is allocated, initialized and published, never
+ *		during a flush.
+ *	  - <name>_dealloc serializes removals (eviction, reset): see
+ *		kind_evict.c.  Flushes never wait for it.
  *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
  *		taken innermost: after every lock of this layer.
  *
@@ -61,13 +55,35 @@
 typedef struct PgssNgKind PgssNgKind;
 
 /*
+ * A backend's reference to one shared entry, with its pending data: what
+ * pgss_ng_kind_get_pending() returns and a flush callback receives (core's
+ * PgStat_EntryRef).  Valid until the pending data is flushed; the fields
+ * after pending_since are the layer's own.
+ */
+typedef struct PgssNgEntryRef
+{
+	PgssNgKind *kind;
+	const void *key;			/* the entry's key (key_size bytes) */
+	void	   *shared_data;	/* kind data of the shared entry: read or
+								 * write it only under the entry lock */
+	void	   *pending;		/* this backend's pending data */
+	TimestampTz pending_since;	/* when the pending data was begun */
+	/* private to the layer */
+	dsa_pointer body;
+	struct PgssNgSharedEntry *shared;
+	uint8		dropped;		/* set by pgss_ng_kind_lock_entry */
+	TimestampTz flush_time;		/* the flush's time, for the usage decay */
+} PgssNgEntryRef;
+
+/*
  * Kind description, the equivalent of PgStat_KindInfo.  All callbacks are
  * called from backends attached to the kind's area; none may raise an
  * ERROR while the layer holds a lock (they run under LWLocks).
  */
 typedef struct PgssNgKindInfo
 {
-	const char *name;			/* used for tranche names and messages */
+	const char *name;			/* tranche names, memory contexts and
+								 * messages ("<name> could not ...") */
 	Size		key_size;		/* bytes; compared with memcmp, so callers
 								 * must zero padding */
 	Size		shared_size;	/* bytes of kind data in a shared entry */
@@ -75,29 +91,29 @@ typedef struct PgssNgKindInfo
 	int			max_pending;	/* flush early past this many pending */
 
 	/*
-	 * Merge pending data into a shared entry.  Called with the entry's lock
-	 * held exclusively and only when the entry is not dropped.
-	 * pending_since is when the pending entry was made (its first count).
-	 * Returns the
-	 * number of uses the pending data represents, added to the entry's
-	 * usage (its value for eviction).
+	 * Merge ref->pending into ref->shared_data.  Lock the entry with
+	 * pgss_ng_kind_lock_entry(ref, nowait) first; if that returns false
+	 * (busy with nowait, or the entry was dropped), return false at once.
+	 * Otherwise merge, then release with pgss_ng_kind_unlock_entry(ref,
+	 * uses), uses being the number of uses the pending data represents
+	 * (added to the entry's usage, its value for eviction), and return
+	 * true.  No lock of this layer is held when it is called.
 	 */
-	double		(*flush_pending_cb) (PgssNgKind *kind, const void *key,
-									 void *shared_data,
-									 const void *pending_data,
-									 TimestampTz pending_since);
+	bool		(*flush_pending_cb) (PgssNgEntryRef *ref, bool nowait);
 
 	/*
 	 * Pending data whose entry was evicted before the flush cannot be
 	 * merged; this callback counts it as dropped.  No lock of this layer
 	 * is held.
 	 */
-	void		(*discard_pending_cb) (PgssNgKind *kind, const void *key,
-									   const void *pending_data);
+	void		(*discard_pending_cb) (PgssNgEntryRef *ref);
 
 	/*
 	 * Release what the kind data owns (e.g. a query text) when the body is
-	 * freed.  No lock is held: nobody else can see the body any more.
+	 * freed.  Called by whoever releases the last reference: a flush (no
+	 * lock held), or a reset or eviction (the entry's partition lock held
+	 * exclusively, and <name>_dealloc); nobody else can see the body any
+	 * more.  It may only take locks that come after those (innermost).
 	 */
 	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
 
@@ -134,7 +150,8 @@ typedef enum PgssNgCreateResult
 	PGSS_NG_OUT_OF_MEMORY		/* shared memory could not be allocated */
 } PgssNgCreateResult;
 
-/* error containment for code running inside a user's statement */
+/* error containment for code running inside a user's statement
+ * (kind_guard.c) */
 typedef void (*PgssNgGuardedFn) (void *arg);
 extern bool pgss_ng_kind_guard(PgssNgKind *kind, const char *what,
 							   PgssNgGuardedFn fn, void *arg);
@@ -156,9 +173,13 @@ extern PgssNgCreateResult pgss_ng_kind_create(PgssNgKind *kind,
 											  const void *key,
 											  PgssNgInitSharedFn init,
 											  void *arg);
-extern void *pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
-									  PgssNgInitSharedFn init, void *arg);
+extern PgssNgEntryRef *pgss_ng_kind_get_pending(PgssNgKind *kind,
+												 const void *key,
+												 PgssNgInitSharedFn init,
+												 void *arg);
 extern bool pgss_ng_kind_flush(PgssNgKind *kind, bool force);
+extern bool pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait);
+extern void pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses);
 
 /* readers and maintenance */
 typedef void (*PgssNgVisitFn) (PgssNgKind *kind, const void *key,

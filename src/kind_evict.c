@@ -74,8 +74,8 @@ kind_backstop(PgssNgKind *kind)
  * drop_victim
  *		Evict one entry chosen by pgss_ng_kind_evict(), unless it was
  *		re-created since the scan (another generation) or a backend took a
- *		reference to it since.  Returns whether it was evicted.  Locks: its partition lock exclusively, then its entry
- *		lock.
+ *		reference to it since.  Returns whether it was evicted.  Locks: its
+ *		partition lock exclusively, then its entry lock.
  */
 static bool
 drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
@@ -214,8 +214,8 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 			cands = repalloc_huge(cands, sizeof(EvictCandidate) * size);
 			keys = repalloc_huge(keys, ksz * size);
 		}
-		cands[ncand].value = kind_decayed_usage(shared->usage, shared->usage_time,
-										   now);
+		cands[ncand].value = kind_decayed_usage(shared->usage,
+												shared->usage_time, now);
 		cands[ncand].generation = tail->generation;
 		cands[ncand].keyno = ncand;
 		memcpy(keys + ksz * ncand, he, ksz);
@@ -231,8 +231,9 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	 * valuable.  Evict one batch, or more when the excess is not pinned
 	 * (e.g. pgss_ng.max was just lowered).
 	 */
-	nwant = Min(nwant, Max(batch,
-						   (int) pg_atomic_read_u32(&ks->entries_live) - max - npinned));
+	nwant = Min(nwant,
+				Max(batch, (int) pg_atomic_read_u32(&ks->entries_live) -
+					max - npinned));
 
 	for (i = 0; i < ncand && nevicted < nwant; i++)
 	{

@@ -16,7 +16,7 @@
  *	  entry body:      [PgssNgSharedEntry] [kind data (shared_size bytes)]
  *	  The body is a separate DSA chunk so that it can outlive its removal
  *	  from the dshash while backends still hold references to it.
- *	  pending entry:   [key] [PgssNgPendingHdr] [pending data], in the
+ *	  pending entry:   [key] [PgssNgEntryRef] [pending data], in the
  *	                   backend-local hash kind->pending.
  *
  * Locking: see kind.h.
@@ -103,28 +103,20 @@ struct PgssNgKind
 	dshash_parameters hash_params;
 	LWLock	   *alloc_lock;		/* named tranche <name>_alloc */
 	LWLock	   *dealloc_lock;	/* named tranche <name>_dealloc */
-	HTAB	   *pending;		/* key -> [PgssNgPendingHdr, pending data] */
+	HTAB	   *pending;		/* key -> [PgssNgEntryRef, pending data] */
 	int			npending;
 	int			max_entries;	/* eviction keeps live entries at or below */
 	bool		detaching;		/* at exit, after the last flush */
 };
 
-/* Header of a backend-local pending entry, after the key. */
-typedef struct PgssNgPendingHdr
-{
-	dsa_pointer body;			/* the referenced shared body */
-	PgssNgSharedEntry *shared;	/* its address in this backend */
-	TimestampTz since;			/* when this pending entry was made */
-} PgssNgPendingHdr;
-
 #define HASH_TAIL(kind, he) \
 	((PgssNgHashEntry *) (((char *) (he)) + MAXALIGN((kind)->info->key_size)))
-#define PENDING_HDR(kind, pe) \
-	((PgssNgPendingHdr *) (((char *) (pe)) + \
-						   MAXALIGN((kind)->info->key_size)))
+#define PENDING_REF(kind, pe) \
+	((PgssNgEntryRef *) (((char *) (pe)) + \
+						 MAXALIGN((kind)->info->key_size)))
 #define PENDING_DATA(kind, pe) \
-	((void *) (((char *) PENDING_HDR(kind, pe)) + \
-			   MAXALIGN(sizeof(PgssNgPendingHdr))))
+	((void *) (((char *) PENDING_REF(kind, pe)) + \
+			   MAXALIGN(sizeof(PgssNgEntryRef))))
 
 /* kind.c: references and drops */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,

@@ -186,7 +186,8 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 
 	LWLockRegisterTranche(shared->dsa_tranche, lock_name(kind->info, "dsa"));
 	LWLockRegisterTranche(shared->hash_tranche, lock_name(kind->info, "hash"));
-	LWLockRegisterTranche(shared->entry_tranche, lock_name(kind->info, "entry"));
+	LWLockRegisterTranche(shared->entry_tranche,
+						  lock_name(kind->info, "entry"));
 }
 
 /*
@@ -222,7 +223,7 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 
 	ctl.keysize = kind->info->key_size;
 	ctl.entrysize = MAXALIGN(kind->info->key_size) +
-		MAXALIGN(sizeof(PgssNgPendingHdr)) + kind->info->pending_size;
+		MAXALIGN(sizeof(PgssNgEntryRef)) + kind->info->pending_size;
 	ctl.hcxt = TopMemoryContext;
 	kind->pending = hash_create(psprintf("%s pending", kind->info->name),
 								64, &ctl,

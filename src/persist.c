@@ -25,7 +25,8 @@
  *		pgss_ng.save off it removes any old file instead.  It then exits
  *		with code 1: if the SIGTERM was not a shutdown, the postmaster
  *		starts it again, and the new writer, finding the statistics already
- *		loaded (pgss_ng_stmt_loaded()), removes that file instead of reading it.
+ *		loaded (pgss_ng_stmt_loaded()), removes that file instead of
+ *		reading it.
  *	  - one saved entry that cannot be re-created (an ERROR, e.g. no DSM
  *		segment could be made) is logged and skipped; the rest still load.
  *	  - on SIGQUIT (immediate shutdown, crash of another process) it exits
@@ -365,6 +366,143 @@ restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
 }
 
 /*
+ * read_stats_file
+ *		Read the whole of PGSS_NG_STAT_FILE (if any) and remove it.  Returns
+ *		its bytes and sets *len, or returns NULL: no file, or one that could
+ *		not be read (reported by bad_file).  Memory: CurrentMemoryContext.
+ */
+static char *
+read_stats_file(Size *len)
+{
+	struct stat st;
+	int			fd;
+	char	   *data;
+
+	fd = OpenTransientFile(PGSS_NG_STAT_FILE, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+	{
+		if (errno != ENOENT)
+			bad_file(psprintf("could not open it: %m"));
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0)
+	{
+		bad_file(psprintf("could not stat it: %m"));
+		CloseTransientFile(fd);
+		unlink(PGSS_NG_STAT_FILE);
+		return NULL;
+	}
+	*len = (Size) st.st_size;
+	data = palloc_extended(Max(*len, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (data == NULL || read(fd, data, *len) != (ssize_t) *len)
+	{
+		bad_file(data == NULL ? "it is too large" : "it could not be read");
+		CloseTransientFile(fd);
+		unlink(PGSS_NG_STAT_FILE);
+		return NULL;
+	}
+	CloseTransientFile(fd);
+	/* never read the same file twice: after a crash, start empty */
+	unlink(PGSS_NG_STAT_FILE);
+	return data;
+}
+
+/*
+ * check_stats_file
+ *		Check a stats file read into data: its size, magic number, format
+ *		version, PostgreSQL major version, CRC-32C, info block and the
+ *		framing of every record.  On success, returns true with *len cut to
+ *		exclude the CRC, *pos at the first record, the info block in *info
+ *		and the number of records in *nrec; otherwise reports the problem
+ *		(bad_file) and returns false.
+ */
+static bool
+check_stats_file(const char *data, Size *len, Size *pos,
+				 PgssNgSavedInfo *info, uint32 *nrec)
+{
+	uint32		magic = 0,
+				version = 0,
+				major = 0,
+				infolen,
+				i;
+	pg_crc32c	crc,
+				filecrc;
+
+	if (*len < 6 * sizeof(uint32) + sizeof(pg_crc32c))
+	{
+		bad_file(*len == 0 ? "it is empty" : "it is truncated");
+		return false;
+	}
+	memcpy(&filecrc, data + *len - sizeof(pg_crc32c), sizeof(pg_crc32c));
+	*len -= sizeof(pg_crc32c);
+
+	read_uint32(data, *len, pos, &magic);
+	read_uint32(data, *len, pos, &version);
+	read_uint32(data, *len, pos, &major);
+	if (magic != PGSS_NG_FILE_MAGIC)
+	{
+		bad_file("wrong magic number");
+		return false;
+	}
+	if (version != PGSS_NG_FILE_VERSION)
+	{
+		bad_file(psprintf("format version %u, expected %u",
+						  version, PGSS_NG_FILE_VERSION));
+		return false;
+	}
+	if (major != PG_VERSION_NUM / 10000)
+	{
+		bad_file(psprintf("written by PostgreSQL %u, this is %d",
+						  major, PG_VERSION_NUM / 10000));
+		return false;
+	}
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, *len);
+	FIN_CRC32C(crc);
+	if (!EQ_CRC32C(crc, filecrc))
+	{
+		bad_file("checksum mismatch");
+		return false;
+	}
+	if (!read_uint32(data, *len, pos, &infolen) || infolen != sizeof(*info) ||
+		*len - *pos < sizeof(*info))
+	{
+		bad_file("bad info block");
+		return false;
+	}
+	memcpy(info, data + *pos, sizeof(*info));
+	*pos += sizeof(*info);
+	if (!read_uint32(data, *len, pos, nrec))
+	{
+		bad_file("it is truncated");
+		return false;
+	}
+
+	/* check every record's framing before creating anything */
+	{
+		Size		p = *pos;
+
+		for (i = 0; i < *nrec; i++)
+		{
+			uint32		reclen;
+
+			if (!read_uint32(data, *len, &p, &reclen) || *len - p < reclen)
+			{
+				bad_file("it is truncated");
+				return false;
+			}
+			p += reclen;
+		}
+		if (p != *len)
+		{
+			bad_file("trailing bytes after the last entry");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
  * load_stats_file
  *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
  *		holds.  A file that fails any check is reported (bad_file) and
@@ -377,123 +515,24 @@ static void
 load_stats_file(void)
 {
 	PgssNgKind *kind = pgss_ng_stmt_kind;
-	struct stat st;
-	int			fd;
 	char	   *data;
-	Size		len;
+	Size		len = 0;
 	Size		pos = 0;
-	uint32		magic = 0,
-				version = 0,
-				major = 0,
-				infolen,
-				nrec,
+	uint32		nrec,
 				i;
 	PgssNgSavedInfo info;
-	pg_crc32c	crc,
-				filecrc;
 	Size		loaded = 0;
 	Size		skipped = 0;
+	Size		max;
 
-	fd = OpenTransientFile(PGSS_NG_STAT_FILE, O_RDONLY | PG_BINARY);
-	if (fd < 0)
-	{
-		if (errno != ENOENT)
-			bad_file(psprintf("could not open it: %m"));
+	data = read_stats_file(&len);
+	if (data == NULL)
 		return;
-	}
-	if (fstat(fd, &st) != 0)
-	{
-		bad_file(psprintf("could not stat it: %m"));
-		CloseTransientFile(fd);
-		unlink(PGSS_NG_STAT_FILE);
+	if (!check_stats_file(data, &len, &pos, &info, &nrec))
 		return;
-	}
-	len = (Size) st.st_size;
-	data = palloc_extended(Max(len, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-	if (data == NULL || read(fd, data, len) != (ssize_t) len)
-	{
-		bad_file(data == NULL ? "it is too large" : "it could not be read");
-		CloseTransientFile(fd);
-		unlink(PGSS_NG_STAT_FILE);
-		return;
-	}
-	CloseTransientFile(fd);
-	/* never read the same file twice: after a crash, start empty */
-	unlink(PGSS_NG_STAT_FILE);
 
-	if (len < 6 * sizeof(uint32) + sizeof(pg_crc32c))
-	{
-		bad_file(len == 0 ? "it is empty" : "it is truncated");
-		return;
-	}
-	memcpy(&filecrc, data + len - sizeof(pg_crc32c), sizeof(pg_crc32c));
-	len -= sizeof(pg_crc32c);
-
-	read_uint32(data, len, &pos, &magic);
-	read_uint32(data, len, &pos, &version);
-	read_uint32(data, len, &pos, &major);
-	if (magic != PGSS_NG_FILE_MAGIC)
-	{
-		bad_file("wrong magic number");
-		return;
-	}
-	if (version != PGSS_NG_FILE_VERSION)
-	{
-		bad_file(psprintf("format version %u, expected %u",
-						  version, PGSS_NG_FILE_VERSION));
-		return;
-	}
-	if (major != PG_VERSION_NUM / 10000)
-	{
-		bad_file(psprintf("written by PostgreSQL %u, this is %d",
-						  major, PG_VERSION_NUM / 10000));
-		return;
-	}
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, len);
-	FIN_CRC32C(crc);
-	if (!EQ_CRC32C(crc, filecrc))
-	{
-		bad_file("checksum mismatch");
-		return;
-	}
-	if (!read_uint32(data, len, &pos, &infolen) || infolen != sizeof(info) ||
-		len - pos < sizeof(info))
-	{
-		bad_file("bad info block");
-		return;
-	}
-	memcpy(&info, data + pos, sizeof(info));
-	pos += sizeof(info);
-	if (!read_uint32(data, len, &pos, &nrec))
-	{
-		bad_file("it is truncated");
-		return;
-	}
-
-	/* check every record's framing before creating anything */
-	{
-		Size		p = pos;
-
-		for (i = 0; i < nrec; i++)
-		{
-			uint32		reclen;
-
-			if (!read_uint32(data, len, &p, &reclen) || len - p < reclen)
-			{
-				bad_file("it is truncated");
-				return;
-			}
-			p += reclen;
-		}
-		if (p != len)
-		{
-			bad_file("trailing bytes after the last entry");
-			return;
-		}
-	}
-
-	for (i = 0; i < nrec && loaded + skipped < (Size) pgss_ng_kind_max_entries(kind); i++)
+	max = (Size) pgss_ng_kind_max_entries(kind);
+	for (i = 0; i < nrec && loaded + skipped < max; i++)
 	{
 		uint32		reclen = 0;
 		bool		restored = false;

@@ -41,11 +41,8 @@
 /* Pending entries allowed per backend before an early flush. */
 #define PGSS_NG_MAX_PENDING		256
 
-static double stmt_flush_pending(PgssNgKind *kind, const void *key,
-								 void *shared_data, const void *pending_data,
-								 TimestampTz pending_since);
-static void stmt_discard_pending(PgssNgKind *kind, const void *key,
-								 const void *pending_data);
+static bool stmt_flush_pending(PgssNgEntryRef *ref, bool nowait);
+static void stmt_discard_pending(PgssNgEntryRef *ref);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
 
 static const PgssNgKindInfo stmt_kind_info = {
@@ -357,35 +354,48 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 
 /*
  * stmt_flush_pending
- *		Flush callback of the statement kind.  Entry lock held exclusively.
+ *		Flush callback of the statement kind: lock the entry (through the
+ *		kind layer, without waiting when nowait), merge the pending
+ *		counters into it, unlock.  Returns false if the entry could not be
+ *		locked (busy, or dropped: see PgssNgKindInfo).
  *
- * Returns the uses to add to the entry's usage: one per planning and
- * execution, less the one its creation already counted when these are the
- * entry's first (as pg_stat_statements "unsticks" an entry), so that every
+ * The uses added to the entry's usage: one per planning and execution,
+ * less the one its creation already counted when these are the entry's
+ * first (as pg_stat_statements "unsticks" an entry), so that every
  * statement run once has the same value however its entry was made.
  * Pending counts that began before the entry's last min/max reset do not
  * set its min/max.
  */
-static double
-stmt_flush_pending(PgssNgKind *kind, const void *key, void *shared_data,
-				   const void *pending_data, TimestampTz pending_since)
+static bool
+stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 {
-	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
-	const PgssNgCounters *c = (const PgssNgCounters *) pending_data;
-	bool		first = total_calls(&sh->counters) == 0;
-	double		uses = (double) total_calls(c);
-	bool		fresh = pending_since >= sh->minmax_reset_at;
-	bool		minmax[PGSS_NG_NUMPHASE] = {fresh, fresh};
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) ref->shared_data;
+	const PgssNgCounters *c = (const PgssNgCounters *) ref->pending;
+	bool		first;
+	double		uses;
+	bool		fresh;
+	bool		minmax[PGSS_NG_NUMPHASE];
+
+	if (!pgss_ng_kind_lock_entry(ref, nowait))
+		return false;
+
+	first = total_calls(&sh->counters) == 0;
+	uses = (double) total_calls(c);
 
 	/*
 	 * Counts begun before a min/max reset hold a call that ended before it
 	 * (a pending entry is made when its first call ends): their min/max
 	 * must not become the new ones.  The calls still count.
 	 */
+	fresh = ref->pending_since >= sh->minmax_reset_at;
+	minmax[PGSS_NG_PLAN] = fresh;
+	minmax[PGSS_NG_EXEC] = fresh;
 	pgss_ng_stmt_merge(sh, c, minmax);
 	if (first && uses > 0)
 		uses -= 1;
-	return uses;
+
+	pgss_ng_kind_unlock_entry(ref, uses);
+	return true;
 }
 
 /*
@@ -394,18 +404,16 @@ stmt_flush_pending(PgssNgKind *kind, const void *key, void *shared_data,
  *		counts for it; count its plannings and executions as dropped.
  */
 static void
-stmt_discard_pending(PgssNgKind *kind, const void *key,
-					 const void *pending_data)
+stmt_discard_pending(PgssNgEntryRef *ref)
 {
-	const PgssNgCounters *c = (const PgssNgCounters *) pending_data;
-
-	count_dropped(total_calls(c));
+	count_dropped(total_calls((const PgssNgCounters *) ref->pending));
 }
 
 /*
  * count_one
  *		Record one planning or execution (phase) in pending counters
- *		(backend-local, no lock).  total_time in ms.  Mean and variance by Welford's method.
+ *		(backend-local, no lock).  total_time in ms.  Mean and variance by
+ *		Welford's method.
  */
 static void
 count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
@@ -511,7 +519,7 @@ store_internal(void *arg)
 	PgssNgKind *sk = pgss_ng_stmt_kind;
 	PgssNgStmtKey key;
 	StmtInitArg ia;
-	PgssNgCounters *pending;
+	PgssNgEntryRef *ref;
 	char	   *norm_query = NULL;
 
 	if (!pgss_ng_stmt_attach())
@@ -545,14 +553,14 @@ store_internal(void *arg)
 	ia.len = query_len;
 	ia.normalized = false;
 
-	pending = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia);
-	if (pending == NULL)
+	ref = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia);
+	if (ref == NULL)
 	{
 		count_dropped(1);
 		return;
 	}
-	count_one(pending, sa->phase, sa->total_time, sa->rows, sa->bufusage,
-			  sa->walusage, sa->jitusage);
+	count_one((PgssNgCounters *) ref->pending, sa->phase, sa->total_time,
+			  sa->rows, sa->bufusage, sa->walusage, sa->jitusage);
 }
 
 /*

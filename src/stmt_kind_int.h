@@ -24,7 +24,7 @@ typedef struct PgssNgStmtShared
 {
 	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
-	dsa_pointer qtext;			/* query text (qtext.c), or InvalidDsaPointer */
+	dsa_pointer qtext;			/* query text (qtext.c), or invalid */
 	int			encoding;		/* its encoding */
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */

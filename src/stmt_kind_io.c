@@ -68,7 +68,8 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->text = NULL;
 	es->textlen = 0;
 	if (st->want_text)
-		es->text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext, &es->textlen);
+		es->text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext,
+									  &es->textlen);
 }
 
 /*
@@ -318,13 +319,14 @@ typedef struct StmtRestoreArg
  *		pgss_ng_kind_foreach (entry lock held shared).  Memory: buf's.
  */
 void
-pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key, const void *shared_data,
-				   StringInfo buf)
+pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
+						   const void *shared_data, StringInfo buf)
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	StmtRecord	rec;
 	int			qlen;
-	char	   *text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext, &qlen);
+	char	   *text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext,
+										  &qlen);
 
 	memset(&rec, 0, sizeof(rec));
 	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
@@ -394,7 +396,7 @@ stmt_merge_saved(void *shared_data, void *arg)
  */
 bool
 pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
-					 bool *restored)
+							 bool *restored)
 {
 	StmtRecord	rec;
 	StmtRestoreArg ra;
