@@ -18,6 +18,7 @@ OBJS = \
 	src/kind_shmem.o \
 	src/kind_evict.o \
 	src/kind_guard.o \
+	src/kind_maint.o \
 	src/stmt_kind.o \
 	src/stmt_kind_io.o \
 	src/normalize.o \

@@ -4,8 +4,7 @@
  *	  The kind layer's entries: creation of shared entries, references,
  *	  backend-local pending entries, flush with conditional locks,
  *	  references released right after their flush, drop and refcounted
- *	  free, and the readers and maintenance functions (foreach, drop and
- *	  update of matching entries, the kind-wide counters).
+ *	  free.  Readers and maintenance are in kind_maint.c.
  *
  * Life of an entry
  *	  create   under the <name>_alloc lock, a body is allocated
@@ -583,166 +582,6 @@ pgss_ng_kind_flush(PgssNgKind *kind, bool force)
 }
 
 /*
- * pgss_ng_kind_foreach
- *		Call visit for every live shared entry, with the entry's lock held
- *		shared (so the data is not torn) and its partition lock held shared
- *		(so it cannot be freed).  visit must only copy; it must not raise an
- *		ERROR or take other locks of this kind.
- */
-void
-pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
-{
-	dshash_seq_status status;
-	void	   *he;
-
-	dshash_seq_init(&status, kind->hash, false);
-	while ((he = dshash_seq_next(&status)) != NULL)
-	{
-		PgssNgSharedEntry *shared =
-			dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
-
-		LWLockAcquire(&shared->lock, LW_SHARED);
-		visit(kind, he, PgssNgSharedData(shared), arg);
-		LWLockRelease(&shared->lock);
-	}
-	dshash_seq_term(&status);
-}
-
-/*
- * pgss_ng_kind_drop_matching
- *		Remove every entry whose key matches (all if match is NULL) from the
- *		hash and release the hash's reference; bodies still referenced by
- *		pending data are freed by their last holder.  Returns the number of
- *		entries dropped.  Locks: <name>_dealloc (waiting: a reset waits for
- *		a running eviction), then partition locks exclusively, one at a
- *		time, then each entry's lock to set dropped.
- */
-uint64
-pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
-{
-	dshash_seq_status status;
-	void	   *he;
-	uint64		ndropped = 0;
-
-	/* removals (eviction, reset) are serialized */
-	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
-	dshash_seq_init(&status, kind->hash, true);
-	while ((he = dshash_seq_next(&status)) != NULL)
-	{
-		dsa_pointer body;
-		PgssNgSharedEntry *shared;
-
-		if (match != NULL && !match(he, arg))
-			continue;
-
-		body = HASH_TAIL(kind, he)->body;
-		shared = dsa_get_address(kind->area, body);
-
-		kind_mark_dropped(shared, PGSS_NG_DROP_RESET);
-		dshash_delete_current(&status);
-		kind_forget_body(kind, body, shared);
-		ndropped++;
-	}
-	dshash_seq_term(&status);
-	LWLockRelease(kind->dealloc_lock);
-
-	return ndropped;
-}
-
-/*
- * pgss_ng_kind_update_matching
- *		Call update on the data of every matching entry (all if match is
- *		NULL), with the entry's lock held exclusively (e.g. a min/max
- *		reset).  Returns the number of entries updated.  Locks: partition
- *		locks shared, one at a time, then each entry's lock.
- */
-uint64
-pgss_ng_kind_update_matching(PgssNgKind *kind, PgssNgMatchFn match,
-							PgssNgUpdateFn update, void *arg)
-{
-	dshash_seq_status status;
-	void	   *he;
-	uint64		nupdated = 0;
-
-	dshash_seq_init(&status, kind->hash, false);
-	while ((he = dshash_seq_next(&status)) != NULL)
-	{
-		PgssNgSharedEntry *shared;
-
-		if (match != NULL && !match(he, arg))
-			continue;
-
-		shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
-		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-		update(PgssNgSharedData(shared), arg);
-		LWLockRelease(&shared->lock);
-		nupdated++;
-	}
-	dshash_seq_term(&status);
-
-	return nupdated;
-}
-
-/*
- * pgss_ng_kind_counters
- *		Copy the kind-wide counters; each is read atomically, the set is not
- *		a consistent snapshot.
- */
-void
-pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
-{
-	PgssNgKindShared *ks = kind->shared;
-
-	out->entries = pg_atomic_read_u32(&ks->entries_live);
-	out->entries_allocated = pg_atomic_read_u32(&ks->entries_allocated);
-	out->entries_max = kind->max_entries;
-	out->dealloc = (int64) pg_atomic_read_u64(&ks->dealloc);
-	out->backstop_skips = (int64) pg_atomic_read_u64(&ks->backstop_skips);
-}
-
-/*
- * pgss_ng_kind_set_max_entries / pgss_ng_kind_max_entries
- *		Set or read the number of live entries eviction keeps to, as this
- *		process sees it (each process sets it from its configuration).
- */
-void
-pgss_ng_kind_set_max_entries(PgssNgKind *kind, int max_entries)
-{
-	kind->max_entries = max_entries;
-}
-
-int
-pgss_ng_kind_max_entries(PgssNgKind *kind)
-{
-	return kind->max_entries;
-}
-
-/*
- * pgss_ng_kind_restore_counters
- *		Add the event counters read back from disk (to whatever was counted
- *		since the start, if anything).
- */
-void
-pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
-							  int64 backstop_skips)
-{
-	pg_atomic_fetch_add_u64(&kind->shared->dealloc, (uint64) dealloc);
-	pg_atomic_fetch_add_u64(&kind->shared->backstop_skips,
-							(uint64) backstop_skips);
-}
-
-/*
- * pgss_ng_kind_reset_counters
- *		Restart the event counters (dealloc, backstop_skips).
- */
-void
-pgss_ng_kind_reset_counters(PgssNgKind *kind)
-{
-	pg_atomic_write_u64(&kind->shared->dealloc, 0);
-	pg_atomic_write_u64(&kind->shared->backstop_skips, 0);
-}
-
-/*
  * pgss_ng_kind_restore
  *		Create an entry read back from disk, with the usage it was saved
  *		with (so eviction ranks it as before the restart).  Like
@@ -761,31 +600,6 @@ pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
 
 
 /*
- * pgss_ng_kind_update
- *		Call update on the data of the live entry for key, with its entry
- *		lock held exclusively (e.g. to merge counts read back from disk into
- *		an entry a backend made first).  Returns false if there is no such
- *		entry.  Locks: the key's partition lock shared, then its entry lock.
- */
-bool
-pgss_ng_kind_update(PgssNgKind *kind, const void *key, PgssNgUpdateFn update,
-					void *arg)
-{
-	void	   *he;
-	PgssNgSharedEntry *shared;
-
-	he = dshash_find(kind->hash, key, false);
-	if (he == NULL)
-		return false;
-	shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
-	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-	update(PgssNgSharedData(shared), arg);
-	LWLockRelease(&shared->lock);
-	dshash_release_lock(kind->hash, he);
-	return true;
-}
-
-/*
  * pgss_ng_kind_has_pending
  *		Does this backend hold pending data for the kind?
  */
@@ -793,23 +607,4 @@ bool
 pgss_ng_kind_has_pending(PgssNgKind *kind)
 {
 	return kind->area != NULL && kind->npending > 0;
-}
-
-/*
- * pgss_ng_kind_to_serialized / pgss_ng_kind_from_serialized
- *		The kind's to_serialized_cb and from_serialized_cb, for the
- *		persistence of entries across restarts (see PgssNgKindInfo).
- */
-void
-pgss_ng_kind_to_serialized(PgssNgKind *kind, const void *key,
-						   const void *shared_data, StringInfo buf)
-{
-	kind->info->to_serialized_cb(kind, key, shared_data, buf);
-}
-
-bool
-pgss_ng_kind_from_serialized(PgssNgKind *kind, const char *data, Size len,
-							 bool *restored)
-{
-	return kind->info->from_serialized_cb(kind, data, len, restored);
 }

@@ -220,9 +220,11 @@ extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
 extern double pgss_ng_kind_usage(const void *shared_data);
 extern bool pgss_ng_kind_update(PgssNgKind *kind, const void *key,
 								PgssNgUpdateFn update, void *arg);
-extern void pgss_ng_kind_to_serialized(PgssNgKind *kind, const void *key,
-									   const void *shared_data,
-									   StringInfo buf);
+typedef void (*PgssNgSerializedFn) (const char *data, Size len,
+									double usage, void *arg);
+extern void pgss_ng_kind_foreach_serialized(PgssNgKind *kind,
+											PgssNgSerializedFn fn,
+											void *arg);
 extern bool pgss_ng_kind_from_serialized(PgssNgKind *kind, const char *data,
 										 Size len, bool *restored);
 

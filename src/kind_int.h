@@ -6,8 +6,9 @@
  *	  the functions one file of the layer calls in another.
  *
  *	  kind_shmem.c   set-up in the postmaster, attach and exit flush
- *	  kind.c         entries, references, pending data, flush, drop,
- *	                 readers and maintenance
+ *	  kind.c         entries, references, pending data, flush, drop
+ *	  kind_maint.c   readers and maintenance: foreach, drop and update of
+ *	                 matching entries, kind-wide counters
  *	  kind_evict.c   usage, eviction and the backstop
  *	  kind_guard.c   error containment (pgss_ng_kind_guard)
  *
@@ -118,7 +119,7 @@ struct PgssNgKind
 	((void *) (((char *) PENDING_REF(kind, pe)) + \
 			   MAXALIGN(sizeof(PgssNgEntryRef))))
 
-/* kind.c: references and drops */
+/* kind.c: references and drops (also used by kind_evict.c, kind_maint.c) */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,
 						   PgssNgSharedEntry *shared);
 extern void kind_mark_dropped(PgssNgSharedEntry *shared,

@@ -84,7 +84,6 @@ typedef struct SavedEntry
 
 typedef struct WriteState
 {
-	StringInfoData rec;			/* reused while serializing one entry */
 	SavedEntry *entries;
 	int			n;
 	int			size;
@@ -137,28 +136,28 @@ pgss_ng_persist_init(void)
 
 /*
  * collect_entry
- *		foreach visitor: serialize one entry into its own buffer (so the
- *		whole file never has to fit in one allocation) and remember its
- *		usage.  Entry lock held shared.  Memory: the writer's context.
+ *		pgss_ng_kind_foreach_serialized callback: copy one serialized entry
+ *		into its own buffer (so the whole file never has to fit in one
+ *		allocation) and remember its usage.  Entry lock held shared.
+ *		Memory: the writer's context.
  */
 static void
-collect_entry(PgssNgKind *kind, const void *key, const void *shared_data,
-			  void *arg)
+collect_entry(const char *data, Size len, double usage, void *arg)
 {
 	WriteState *ws = (WriteState *) arg;
+	SavedEntry *e;
 
-	resetStringInfo(&ws->rec);
-	pgss_ng_kind_to_serialized(kind, key, shared_data, &ws->rec);
 	if (ws->n == ws->size)
 	{
 		ws->size *= 2;
-		ws->entries = repalloc_huge(ws->entries, sizeof(SavedEntry) * ws->size);
+		ws->entries = repalloc_huge(ws->entries,
+									sizeof(SavedEntry) * ws->size);
 	}
-	ws->entries[ws->n].usage = pgss_ng_kind_usage(shared_data);
-	ws->entries[ws->n].data = palloc(ws->rec.len);
-	memcpy(ws->entries[ws->n].data, ws->rec.data, ws->rec.len);
-	ws->entries[ws->n].len = ws->rec.len;
-	ws->n++;
+	e = &ws->entries[ws->n++];
+	e->usage = usage;
+	e->data = palloc(len);
+	memcpy(e->data, data, len);
+	e->len = len;
 }
 
 /*
@@ -224,8 +223,7 @@ write_stats_file(void)
 	ws.size = 256;
 	ws.n = 0;
 	ws.entries = palloc(sizeof(SavedEntry) * ws.size);
-	initStringInfo(&ws.rec);
-	pgss_ng_kind_foreach(kind, collect_entry, &ws);
+	pgss_ng_kind_foreach_serialized(kind, collect_entry, &ws);
 	qsort(ws.entries, ws.n, sizeof(SavedEntry), saved_entry_cmp);
 
 	pgss_ng_stmt_save_info(&info);

@@ -580,23 +580,14 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 			  const WalUsage *walusage, const JitInstrumentation *jitusage,
 			  JumbleState *jstate)
 {
-	StoreArgs	sa;
+	/* in StoreArgs' order */
+	StoreArgs	sa = {query, queryid, query_location, query_len, phase,
+					  toplevel, total_time, rows, bufusage, walusage,
+					  jitusage, jstate};
 
 	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
 		return;
 
-	sa.query = query;
-	sa.queryid = queryid;
-	sa.query_location = query_location;
-	sa.query_len = query_len;
-	sa.phase = phase;
-	sa.toplevel = toplevel;
-	sa.total_time = total_time;
-	sa.rows = rows;
-	sa.bufusage = bufusage;
-	sa.walusage = walusage;
-	sa.jitusage = jitusage;
-	sa.jstate = jstate;
 	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
 							store_internal, &sa) &&
 		jstate == NULL)

@@ -1,0 +1,266 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_maint.c
+ *	  The kind layer's readers and maintenance: visiting every entry
+ *	  (foreach, and its serialized form for persistence), dropping or
+ *	  updating the entries whose key matches, updating one entry, and the
+ *	  kind-wide counters and limit.
+ *
+ * Owns: nothing of its own; it reads and removes what kind.c creates,
+ * and reads and resets the event counters of PgssNgKindShared.
+ *
+ * Locking: visits and updates take each partition lock shared (one at a
+ * time), then the entry lock (shared to read, exclusively to update);
+ * drops take <name>_dealloc, then each partition lock exclusively, then
+ * the entry lock to mark the entry dropped.  The kind-wide counters are
+ * atomics, read and written without a lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "kind_int.h"
+
+/*
+ * pgss_ng_kind_foreach
+ *		Call visit for every live shared entry, with the entry's lock held
+ *		shared (so the data is not torn) and its partition lock held shared
+ *		(so it cannot be freed).  visit must only copy; it must not raise an
+ *		ERROR or take other locks of this kind.
+ */
+void
+pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
+{
+	dshash_seq_status status;
+	void	   *he;
+
+	dshash_seq_init(&status, kind->hash, false);
+	while ((he = dshash_seq_next(&status)) != NULL)
+	{
+		PgssNgSharedEntry *shared =
+			dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
+
+		LWLockAcquire(&shared->lock, LW_SHARED);
+		visit(kind, he, PgssNgSharedData(shared), arg);
+		LWLockRelease(&shared->lock);
+	}
+	dshash_seq_term(&status);
+}
+
+/*
+ * pgss_ng_kind_drop_matching
+ *		Remove every entry whose key matches (all if match is NULL) from the
+ *		hash and release the hash's reference; bodies still referenced by
+ *		pending data are freed by their last holder.  Returns the number of
+ *		entries dropped.  Locks: <name>_dealloc (waiting: a reset waits for
+ *		a running eviction), then partition locks exclusively, one at a
+ *		time, then each entry's lock to set dropped.
+ */
+uint64
+pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
+{
+	dshash_seq_status status;
+	void	   *he;
+	uint64		ndropped = 0;
+
+	/* removals (eviction, reset) are serialized */
+	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
+	dshash_seq_init(&status, kind->hash, true);
+	while ((he = dshash_seq_next(&status)) != NULL)
+	{
+		dsa_pointer body;
+		PgssNgSharedEntry *shared;
+
+		if (match != NULL && !match(he, arg))
+			continue;
+
+		body = HASH_TAIL(kind, he)->body;
+		shared = dsa_get_address(kind->area, body);
+
+		kind_mark_dropped(shared, PGSS_NG_DROP_RESET);
+		dshash_delete_current(&status);
+		kind_forget_body(kind, body, shared);
+		ndropped++;
+	}
+	dshash_seq_term(&status);
+	LWLockRelease(kind->dealloc_lock);
+
+	return ndropped;
+}
+
+/*
+ * pgss_ng_kind_update_matching
+ *		Call update on the data of every matching entry (all if match is
+ *		NULL), with the entry's lock held exclusively (e.g. a min/max
+ *		reset).  Returns the number of entries updated.  Locks: partition
+ *		locks shared, one at a time, then each entry's lock.
+ */
+uint64
+pgss_ng_kind_update_matching(PgssNgKind *kind, PgssNgMatchFn match,
+							PgssNgUpdateFn update, void *arg)
+{
+	dshash_seq_status status;
+	void	   *he;
+	uint64		nupdated = 0;
+
+	dshash_seq_init(&status, kind->hash, false);
+	while ((he = dshash_seq_next(&status)) != NULL)
+	{
+		PgssNgSharedEntry *shared;
+
+		if (match != NULL && !match(he, arg))
+			continue;
+
+		shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
+		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
+		update(PgssNgSharedData(shared), arg);
+		LWLockRelease(&shared->lock);
+		nupdated++;
+	}
+	dshash_seq_term(&status);
+
+	return nupdated;
+}
+
+/*
+ * pgss_ng_kind_counters
+ *		Copy the kind-wide counters; each is read atomically, the set is not
+ *		a consistent snapshot.
+ */
+void
+pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
+{
+	PgssNgKindShared *ks = kind->shared;
+
+	out->entries = pg_atomic_read_u32(&ks->entries_live);
+	out->entries_allocated = pg_atomic_read_u32(&ks->entries_allocated);
+	out->entries_max = kind->max_entries;
+	out->dealloc = (int64) pg_atomic_read_u64(&ks->dealloc);
+	out->backstop_skips = (int64) pg_atomic_read_u64(&ks->backstop_skips);
+}
+
+/*
+ * pgss_ng_kind_set_max_entries / pgss_ng_kind_max_entries
+ *		Set or read the number of live entries eviction keeps to, as this
+ *		process sees it (each process sets it from its configuration).
+ */
+void
+pgss_ng_kind_set_max_entries(PgssNgKind *kind, int max_entries)
+{
+	kind->max_entries = max_entries;
+}
+
+int
+pgss_ng_kind_max_entries(PgssNgKind *kind)
+{
+	return kind->max_entries;
+}
+
+/*
+ * pgss_ng_kind_restore_counters
+ *		Add the event counters read back from disk (to whatever was counted
+ *		since the start, if anything).
+ */
+void
+pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
+							  int64 backstop_skips)
+{
+	pg_atomic_fetch_add_u64(&kind->shared->dealloc, (uint64) dealloc);
+	pg_atomic_fetch_add_u64(&kind->shared->backstop_skips,
+							(uint64) backstop_skips);
+}
+
+/*
+ * pgss_ng_kind_reset_counters
+ *		Restart the event counters (dealloc, backstop_skips).
+ */
+void
+pgss_ng_kind_reset_counters(PgssNgKind *kind)
+{
+	pg_atomic_write_u64(&kind->shared->dealloc, 0);
+	pg_atomic_write_u64(&kind->shared->backstop_skips, 0);
+}
+
+/*
+ * pgss_ng_kind_update
+ *		Call update on the data of the live entry for key, with its entry
+ *		lock held exclusively (e.g. to merge counts read back from disk into
+ *		an entry a backend made first).  Returns false if there is no such
+ *		entry.  Locks: the key's partition lock shared, then its entry lock.
+ */
+bool
+pgss_ng_kind_update(PgssNgKind *kind, const void *key, PgssNgUpdateFn update,
+					void *arg)
+{
+	void	   *he;
+	PgssNgSharedEntry *shared;
+
+	he = dshash_find(kind->hash, key, false);
+	if (he == NULL)
+		return false;
+	shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
+	update(PgssNgSharedData(shared), arg);
+	LWLockRelease(&shared->lock);
+	dshash_release_lock(kind->hash, he);
+	return true;
+}
+
+/* State of pgss_ng_kind_foreach_serialized's visitor. */
+typedef struct SerializeState
+{
+	PgssNgSerializedFn fn;
+	void	   *arg;
+	StringInfoData buf;			/* reused for each entry */
+} SerializeState;
+
+/*
+ * serialize_visit
+ *		foreach visitor: serialize one entry with the kind's
+ *		to_serialized_cb and hand it to the caller's function with the
+ *		entry's usage.  Entry lock and partition lock held shared.
+ */
+static void
+serialize_visit(PgssNgKind *kind, const void *key, const void *shared_data,
+				void *arg)
+{
+	SerializeState *ss = (SerializeState *) arg;
+
+	resetStringInfo(&ss->buf);
+	kind->info->to_serialized_cb(kind, key, shared_data, &ss->buf);
+	ss->fn(ss->buf.data, ss->buf.len, pgss_ng_kind_usage(shared_data),
+		   ss->arg);
+}
+
+/*
+ * pgss_ng_kind_foreach_serialized
+ *		Call fn with the serialized form (to_serialized_cb) and the usage
+ *		of every live entry, for persistence across restarts.  fn must copy
+ *		what it keeps: the buffer is reused.  Locks: as
+ *		pgss_ng_kind_foreach(); fn runs under them.  Memory:
+ *		CurrentMemoryContext.
+ */
+void
+pgss_ng_kind_foreach_serialized(PgssNgKind *kind, PgssNgSerializedFn fn,
+								void *arg)
+{
+	SerializeState ss;
+
+	ss.fn = fn;
+	ss.arg = arg;
+	initStringInfo(&ss.buf);
+	pgss_ng_kind_foreach(kind, serialize_visit, &ss);
+	pfree(ss.buf.data);
+}
+
+/*
+ * pgss_ng_kind_from_serialized
+ *		Re-create an entry from its serialized form through the kind's
+ *		from_serialized_cb (see PgssNgKindInfo).
+ */
+bool
+pgss_ng_kind_from_serialized(PgssNgKind *kind, const char *data, Size len,
+							 bool *restored)
+{
+	return kind->info->from_serialized_cb(kind, data, len, restored);
+}
