@@ -30,7 +30,6 @@
 #include "storage/spin.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "normalize.h"
