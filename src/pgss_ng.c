@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pgss_ng.c
- *	  Module entry: GUCs, shared memory requests and the hooks that feed
+ *	  Module entry: _PG_init (which calls each module's init function, so
+ *	  that every GUC is defined by the module that reads it; the hooks'
+ *	  own GUCs are here), shared memory requests and the hooks that feed
  *	  the statement kind.
  *
  * The hooks decide *what* is recorded exactly as pg_stat_statements 1.10

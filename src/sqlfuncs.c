@@ -206,13 +206,9 @@ pgss_ng(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_reset
- *		Remove the entries matching (userid, dbid, queryid), 0 meaning any;
- *		with minmax_only, keep them and restart their min/max times instead.
- *		Resetting everything also restarts the event counters of
- *		pgss_ng_info (dealloc, dropped, backstop_skips, qtext_dropped,
- *		stats_reset).  Counts still pending in other backends for removed
- *		entries are discarded when they flush: they were made before the
- *		reset.  Returns the time of the reset.
+ *		pgss_ng_reset(userid, dbid, queryid, minmax_only): the statement
+ *		kind's reset (pgss_ng_stmt_reset(), which says what is removed or
+ *		restarted).  Returns the time of the reset.
  *		Errors: library not preloaded; EXECUTE privilege (install script).
  */
 Datum
