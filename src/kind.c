@@ -14,10 +14,12 @@
  *	  pending  a backend that counts something for the entry finds it under
  *			   the partition lock, takes a reference and keeps a pending
  *			   entry (key, body, kind's pending data) in its local hash.
- *	  flush    the backend takes the body's LWLock (conditionally unless the
- *			   pending data is older than PGSS_NG_PENDING_MAX_AGE_MS, or the
- *			   flush is forced), merges through flush_pending_cb, releases
- *			   the lock and then its reference: release after flush.
+ *	  flush    the kind's flush_pending_cb takes the body's LWLock through
+ *			   pgss_ng_kind_lock_entry (without waiting unless the pending
+ *			   data is older than PGSS_NG_PENDING_MAX_AGE_MS, or the flush
+ *			   is forced), merges, and releases it through
+ *			   pgss_ng_kind_unlock_entry; the backend then releases its
+ *			   reference: release after flush.
  *	  drop     reset or eviction removes the key from the dshash under the
  *			   partition lock, marks the body dropped under its LWLock and
  *			   releases the hash's reference.  Pending data flushed into a
