@@ -93,6 +93,10 @@ is($t, $ncold, "$ncold distinct cold statements generated");
 # entries nor evict.  Opened before the reset so that its SET is not an
 # entry made after it.
 my $sampler = $node->background_psql('postgres');
+# It lives as long as the clients run, however long that takes on a busy
+# machine: each query gets the full timeout, not what is left of the
+# session's.
+$sampler->set_query_timer_restart;
 $sampler->query_safe('SET pgss_ng.track = none');
 
 # Start from nothing: after this, the entries made are the reset

@@ -16,7 +16,12 @@
 #   - a reader: reads the whole view (with texts) and pgss_ng_info about
 #     ten times a second.
 #   - a terminator: every 1.5 s pg_terminate_backend() of a random churn
-#     backend (never a hot one).
+#     backend (never a hot one).  The backend it picked may exit on its own
+#     before the call (its batch ended, or it was terminated before): the
+#     call then warns "PID N is not a PostgreSQL backend process" and
+#     returns false.  That warning, for the PID just picked, with that
+#     result, and that PID gone from pg_stat_activity afterwards, is the
+#     only message the terminator may get.
 #
 # Asserts: the server never restarted nor crash-restarted (postmaster.pid
 # unchanged; pgss_ng_info.stats_reset unchanged, as there is no full reset;
@@ -232,26 +237,96 @@ my $reader = $node->background_psql('postgres', %bg_params);
 my $resetter = $node->background_psql('postgres', %bg_params);
 my $terminator = $node->background_psql('postgres', %bg_params);
 
-my $deadline = time() + $secs;
-my ($next_reset, $next_term) = (time() + 2, time() + 1.5);
 my ($nresets, $nterms, $nsamples) = (0, 0, 0);
 my ($max_alloc, $max_entries, $max_qtext) = (0, 0, 0);
 my @sample_bad;
 my @session_errors;
 
 # Run a query in a background session; an error is remembered, not fatal.
+# $benign, if given, is called with the query's output and its stderr and
+# returns true when that stderr is an expected race, not an error.
 sub bg_query
 {
-	my ($session, $name, $sql) = @_;
+	my ($session, $name, $sql, $benign) = @_;
 	my ($out, $err) = $session->query($sql);
 	if ($err)
 	{
-		push @session_errors, "$name: $session->{stderr}";
+		my $stderr = $session->{stderr};
 		$session->{stderr} = '';
+		push @session_errors, "$name: $stderr"
+		  unless $benign && $benign->($out, $stderr);
 	}
 	return $out;
 }
 
+# The terminator picks a churn backend and terminates it in one statement,
+# which returns "<pid>|<pg_terminate_backend's result>".  Between the pick
+# and the call that backend may exit on its own; pg_terminate_backend()
+# then warns and returns false.  Only exactly that is benign: a single
+# WARNING line about the PID just picked, a false result, and that PID no
+# longer a backend (not in pg_stat_activity, checked by the same session
+# afterwards: a backend leaves pg_stat_activity before the process array,
+# so one that pg_terminate_backend() did not find is no longer listed).
+# Anything else on stderr, including the same warning about any other PID,
+# stays an error.
+my $term_sql = q{
+	SELECT pid, pg_terminate_backend(pid)
+	FROM (SELECT pid FROM pg_stat_activity
+		  WHERE usename = 'churner'
+			AND backend_type = 'client backend'
+		  ORDER BY random() LIMIT 1) s};
+my $nterm_races = 0;
+
+sub terminator_race_only
+{
+	my ($session, $out, $stderr) = @_;
+	return 0 unless defined $out && $out =~ /^(\d+)\|f$/;
+	my $pid = $1;
+	my @lines = grep { /\S/ } split /\n/, $stderr;
+	return 0
+	  unless @lines == 1
+	  && $lines[0] =~
+	  /^(?:psql:[^:]*:\d+: )?WARNING:  PID $pid is not a PostgreSQL backend process$/;
+	my ($gone, $err) = $session->query(
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid");
+	if ($err)
+	{
+		push @session_errors, "terminator: $session->{stderr}";
+		$session->{stderr} = '';
+		return 0;
+	}
+	return 0 if $gone ne 't';
+	$nterm_races++;
+	return 1;
+}
+
+# The filter against the server's real message: a PID that is no backend
+# (this test script's own) gets the warning; the filter must accept it only
+# when that PID is the one picked, so a warning about another PID, or any
+# other message, still fails "reader, resetter and terminator saw no error".
+{
+	my ($out, $err) =
+	  $terminator->query("SELECT $$, pg_terminate_backend($$)");
+	my $warning = $terminator->{stderr};
+	$terminator->{stderr} = '';
+	is("$out $err", "$$|f 1",
+		'self-check: pg_terminate_backend() of a non-backend PID warns and '
+		  . 'returns false');
+	ok(terminator_race_only($terminator, $out, $warning),
+		'self-check: that warning for the PID just picked is accepted');
+	my $other = $$ + 1;
+	ok( !terminator_race_only($terminator, "$other|f", $warning),
+		'self-check: the same warning for another picked PID is an error');
+	ok( !terminator_race_only(
+			$terminator, $out, "$warning\nERROR:  something else\n"),
+		'self-check: any other line next to it is an error');
+	ok(!terminator_race_only($terminator, "$$|t", $warning),
+		'self-check: the warning with a true result is an error');
+	$nterm_races = 0;
+}
+
+my $deadline = time() + $secs;
+my ($next_reset, $next_term) = (time() + 2, time() + 1.5);
 while (time() < $deadline)
 {
 	for my $c (0 .. $nchurn - 1)
@@ -311,14 +386,9 @@ while (time() < $deadline)
 
 	if (time() >= $next_term)
 	{
-		my $n = bg_query(
-			$terminator, 'terminator', q{
-			SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
-			FROM (SELECT pid FROM pg_stat_activity
-				  WHERE usename = 'churner'
-					AND backend_type = 'client backend'
-				  ORDER BY random() LIMIT 1) s});
-		$nterms += $n if defined $n && $n =~ /^\d+$/;
+		my $r = bg_query($terminator, 'terminator', $term_sql,
+			sub { terminator_race_only($terminator, @_) });
+		$nterms++ if defined $r && $r =~ /^\d+\|t$/;
 		$next_term = time() + 1.5;
 	}
 
@@ -362,7 +432,8 @@ is(join("\n", @churn_bad), '',
 is(join("\n", @session_errors), '',
 	'reader, resetter and terminator saw no error');
 note("churn connections: $churn_started, terminated: $churn_terminated; "
-	  . "terminations requested: $nterms; resets: $nresets; "
+	  . "terminations requested: $nterms (picked backend already gone: "
+	  . "$nterm_races); resets: $nresets; "
 	  . "samples: $nsamples (max entries_allocated $max_alloc, "
 	  . "max entries $max_entries, max qtext_bytes $max_qtext)");
 cmp_ok($nterms, '>', 0, 'the terminator ended churn backends');

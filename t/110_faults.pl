@@ -53,7 +53,10 @@ use IPC::Run;
 use Time::HiRes qw(time usleep);
 
 my $tmp = PostgreSQL::Test::Utils::tempdir();
-my $cmd_timeout = 60;    # no session may take longer: it would be stuck
+# No statement, session or client may take longer: it would be stuck (a
+# leaked lock).  The suite's standard timeout (PG_TEST_TIMEOUT_DEFAULT,
+# 180 s unless set), not less: a busy 2-core machine is slow, not stuck.
+my $cmd_timeout = $PostgreSQL::Test::Utils::timeout_default;
 
 # The table w (c1 .. c100 int, empty): distinct statements by structure.
 my $make_w = q{
@@ -301,6 +304,7 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 		  . "RAISE EXCEPTION 'hold';\nEND\$\$;";
 		my $b = $node->background_psql('postgres', on_error_stop => 0,
 			timeout => $cmd_timeout);
+		$b->set_query_timer_restart;    # the timeout is per query
 		$b->query($hold);
 		like($b->{stderr}, qr/ERROR:  hold/, "backstop: holder $h failed");
 		$b->{stderr} = '';
@@ -350,6 +354,7 @@ CREATE SEQUENCE sq;
 	check($node, 'SELECT pgss_ng_reset()');
 	my $s = $node->background_psql('postgres', on_error_stop => 0,
 		timeout => $cmd_timeout);
+	$s->set_query_timer_restart;    # the timeout is per query
 	for (1 .. 3)
 	{
 		my ($out, $err) = $s->query('SELECT f_fail()');
