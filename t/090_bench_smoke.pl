@@ -22,6 +22,12 @@ ok(-f $runner, 'bench/run.sh exists');
 
 my $out = PostgreSQL::Test::Utils::tempdir('bench_smoke');
 
+# Benchmark the server under test (its pg_config is first in PATH), not
+# the runner's default PostgreSQL 15.
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+local $ENV{PGSS_BENCH_PGBIN} = $bindir if $bindir ne '';
+
 # The runner bounds its own runtime (300 s hard limit in smoke mode); this
 # timeout is only a backstop.
 my ($stdout, $stderr) = ('', '');
