@@ -48,6 +48,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "kind.h"
 
 /*
@@ -108,6 +109,7 @@ init_hash_params(PgssNgKind *kind)
 	kind->hash_params.entry_size = MAXALIGN(kind->info->key_size) +
 		sizeof(PgssNgHashEntry);
 	kind->hash_params.compare_function = dshash_memcmp;
+	PGSS_NG_DSHASH_SET_COPY(&kind->hash_params);
 	kind->hash_params.hash_function = hash_key;
 	kind->hash_params.tranche_id = kind->shared->hash_tranche;
 }

@@ -101,8 +101,7 @@ static PlannedStmt *pgss_ng_planner(Query *parse, const char *query_string,
 									int cursorOptions,
 									ParamListInfo boundParams);
 static void pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags);
-static void pgss_ng_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
-								uint64 count, bool execute_once);
+static void pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS);
 static void pgss_ng_ExecutorFinish(QueryDesc *queryDesc);
 static void pgss_ng_ExecutorEnd(QueryDesc *queryDesc);
 static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -414,16 +413,15 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
  *		Track nesting depth only.
  */
 static void
-pgss_ng_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
-					uint64 count, bool execute_once)
+pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 {
 	exec_nested_level++;
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
-			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+			prev_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
 		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+			standard_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
 	}
 	PG_FINALLY();
 	{

@@ -16,7 +16,7 @@
 #include "executor/instrument.h"
 #include "jit/jit.h"
 #include "storage/spin.h"
-#include "utils/queryjumble.h"
+#include "compat.h"
 
 #include "kind.h"
 

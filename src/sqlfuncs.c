@@ -180,7 +180,7 @@ pgss_ng(PG_FUNCTION_ARGS)
 
 		if (is_allowed_role || es->key.userid == userid)
 		{
-			values[i++] = Int64GetDatumFast(es->key.queryid);
+			values[i++] = Int64GetDatum((int64) es->key.queryid);
 			if (showtext && es->text != NULL)
 			{
 				char	   *enc = pg_any_to_server(es->text, es->textlen,
