@@ -89,6 +89,39 @@
  */
 
 /*
+ * What the server's own pg_stat_statements does in its hooks, which
+ * pgss_ng mirrors so that counts, "toplevel" and texts agree:
+ *
+ * PGSS_NG_ONE_NESTING_LEVEL: from 17 there is one nesting level.
+ * Planning always raises it (timed or not), and so does every utility
+ * statement but EXECUTE and PREPARE (timed or not).  In 15 and 16 a
+ * separate planner level is raised only while planning is timed, and a
+ * utility statement raises the level only while it is timed.
+ *
+ * PGSS_NG_TRACKS_DEALLOCATE: from 17 DEALLOCATE is timed and counted like
+ * any utility statement (its name becomes a constant); before, it is
+ * ignored like PREPARE.
+ *
+ * PGSS_NG_PARSE_CLEARS_EXECUTE_ONLY: after parse analysis, 15 clears the
+ * queryId of every utility statement it does not time (EXECUTE, PREPARE,
+ * DEALLOCATE); from 16 only that of EXECUTE, and a utility statement whose
+ * constants core jumbling recorded (new in 16) gets its normalized entry
+ * there, as other statements do.
+ *
+ * PGSS_NG_ES_ROWS: the rows of an execution: EState.es_total_processed
+ * (from 16: summed over all ExecutorRun calls of the portal) rather than
+ * es_processed (the last call's).
+ */
+#define PGSS_NG_ONE_NESTING_LEVEL		(PG_VERSION_NUM >= 170000)
+#define PGSS_NG_TRACKS_DEALLOCATE		(PG_VERSION_NUM >= 170000)
+#define PGSS_NG_PARSE_CLEARS_EXECUTE_ONLY (PG_VERSION_NUM >= 160000)
+#if PG_VERSION_NUM >= 160000
+#define PGSS_NG_ES_ROWS(es)				((es)->es_total_processed)
+#else
+#define PGSS_NG_ES_ROWS(es)				((es)->es_processed)
+#endif
+
+/*
  * Block I/O times (BufferUsage, track_io_timing).  Up to 16 the server
  * measures one read time and one write time for shared and local blocks
  * together (blk_read_time / blk_write_time; pg_stat_statements 1.10); from
