@@ -73,8 +73,9 @@ run_regress_suite() {
     fi
     echo "=== test: $label suite (${#tests[@]} tests): ${tests[*]}"
     as_pg make PG_CONFIG="$PG_CONFIG" "$target" 2>&1 | tee "$WORK/$target.log" || rc=$?
-    r_ok=$(grep -cE ' \.\.\. ok( |$)' "$WORK/$target.log" || true)
-    r_bad=$(grep -cE ' \.\.\. (FAILED|failed)' "$WORK/$target.log" || true)
+    # "test NAME ... ok" (PostgreSQL 15) or TAP-like "ok N - NAME" (16+)
+    r_ok=$(grep -cE ' \.\.\. ok( |$)|^ok [0-9]+ +[-+] ' "$WORK/$target.log" || true)
+    r_bad=$(grep -cE ' \.\.\. (FAILED|failed)|^not ok [0-9]+ +[-+] ' "$WORK/$target.log" || true)
     if [ "$rc" -ne 0 ] && [ $((r_ok + r_bad)) -lt ${#tests[@]} ]; then
         # the runner stopped early (initdb or server start failed, ...)
         r_bad=$(( ${#tests[@]} - r_ok ))
