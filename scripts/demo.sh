@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # pgss_ng demo: install dependencies, build and install the extension, start a
-# throwaway PostgreSQL 15 server with pgss_ng preloaded, run a 10-second
+# throwaway PostgreSQL server with pgss_ng preloaded, run a 10-second
 # pgbench TPC-B load and show what pgss_ng recorded. The server and its data
 # directory are removed at the end, also on failure. Run as root.
+# PGSS_NG_PG=16|17|18 selects the server version (default 15), e.g.
+#   PGSS_NG_PG=18 bash scripts/demo.sh
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -12,13 +14,17 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-PGBIN=/usr/lib/postgresql/15/bin
+. scripts/pg-versions.sh
+export PGSS_NG_PG=${PGSS_NG_PG:-15}
+PG_CONFIG=$(pgss_ng_pg_config "$PGSS_NG_PG")
+export PG_CONFIG
 
 say() { printf '\n=== %s\n' "$*"; }
 
 say "Installing dependencies"
 bash scripts/install-deps.sh
-say "Building and installing pgss_ng"
+PGBIN=$("$PG_CONFIG" --bindir)
+say "Building and installing pgss_ng ($("$PG_CONFIG" --version))"
 bash scripts/build.sh
 
 DIR=$(mktemp -d /tmp/pgss_ng_demo.XXXXXX)

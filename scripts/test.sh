@@ -1,13 +1,22 @@
-#!/usr/bin/env bash
-# Run the whole pgss_ng test suite: install dependencies, build and install
-# the extension, then, as the unprivileged "postgres" user in a throwaway copy
+# Run the whole pgss_ng test suite on each supported PostgreSQL version:
+# install dependencies, then for each version and pass build and install
+# the extension and, as the unprivileged "postgres" user in a throwaway copy
 # of this tree, run
 #   (a) the pg_regress suite (sql/*.sql vs expected/*.out)  -- make check-regress
 #   (b) the isolation suite (specs/*.spec)                   -- make check-isolation
 #   (c) the TAP suite (t/*.pl)                               -- make check-tap
 # Each suite starts its own temporary server(s). Run as root.
-# The last line printed is "N passed, N failed" (regression and isolation
-# tests + TAP files, over both passes: with assertions, then release).
+#
+# PGSS_NG_PG_VERSIONS selects the versions (default "15 16 17 18"; where
+# each is installed: scripts/pg-versions.sh, e.g. PG_CONFIG or
+# PGSS_NG_PG_CONFIG_15 for another PostgreSQL 15).  On 15 the suites run
+# twice: first against a build with the extension's own assertions enabled
+# (-DUSE_ASSERT_CHECKING), then against the normal build; on the other
+# versions only the latter.  PGSS_NG_PASSES="release" runs only release
+# passes.
+# One result line per version and pass ("=== result: PostgreSQL 18
+# release: ..."); the last line printed is "N passed, N failed"
+# (regression and isolation tests + TAP files, over all passes).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -18,13 +27,12 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-# PG_CONFIG selects another installation of PostgreSQL 15 (default: Debian's).
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PGBIN=$("$PG_CONFIG" --bindir)
-
-# The suites run twice: first against a build with the extension's own
-# assertions enabled (-DUSE_ASSERT_CHECKING), then against the normal build,
-# which stays installed.  PGSS_NG_PASSES="release" runs only the latter.
+. scripts/pg-versions.sh
+VERSIONS=${PGSS_NG_PG_VERSIONS:-$PGSS_NG_ALL_VERSIONS}
+declare -A PG_CONFIGS
+for v in $VERSIONS; do
+    PG_CONFIGS[$v]=$(pgss_ng_pg_config "$v")
+done
 PASSES=${PGSS_NG_PASSES:-assert release}
 
 echo "=== test: installing dependencies"
@@ -65,8 +73,9 @@ run_regress_suite() {
     fi
     echo "=== test: $label suite (${#tests[@]} tests): ${tests[*]}"
     as_pg make PG_CONFIG="$PG_CONFIG" "$target" 2>&1 | tee "$WORK/$target.log" || rc=$?
-    r_ok=$(grep -cE ' \.\.\. ok( |$)' "$WORK/$target.log" || true)
-    r_bad=$(grep -cE ' \.\.\. (FAILED|failed)' "$WORK/$target.log" || true)
+    # "test NAME ... ok" (PostgreSQL 15) or TAP-like "ok N - NAME" (16+)
+    r_ok=$(grep -cE ' \.\.\. ok( |$)|^ok [0-9]+ +[-+] ' "$WORK/$target.log" || true)
+    r_bad=$(grep -cE ' \.\.\. (FAILED|failed)|^not ok [0-9]+ +[-+] ' "$WORK/$target.log" || true)
     if [ "$rc" -ne 0 ] && [ $((r_ok + r_bad)) -lt ${#tests[@]} ]; then
         # the runner stopped early (initdb or server start failed, ...)
         r_bad=$(( ${#tests[@]} - r_ok ))
@@ -146,34 +155,59 @@ run_tap_suite() {
 }
 
 # ---------------------------------------------------------------- passes
-for pass in $PASSES; do
-    echo "=== test: pass \"$pass\": building and installing pgss_ng"
-    case $pass in
-        assert)  PG_CONFIG="$PG_CONFIG" PGSS_NG_ASSERTS=1 bash scripts/build.sh ;;
-        release) PG_CONFIG="$PG_CONFIG" bash scripts/build.sh ;;
-        *) echo "test.sh: unknown pass \"$pass\"" >&2; exit 1 ;;
-    esac
+results=()
+for version in $VERSIONS; do
+    PG_CONFIG=${PG_CONFIGS[$version]}
+    PGBIN=$("$PG_CONFIG" --bindir)
+    for pass in $PASSES; do
+        case $pass in
+            assert)  [ "$version" = 15 ] || continue ;;
+            release) ;;
+            *) echo "test.sh: unknown pass \"$pass\"" >&2; exit 1 ;;
+        esac
+        label="PostgreSQL $version $pass"
+        t_start=$(date +%s)
+        passed_before=$passed
+        failed_before=$failed
+        echo "=== test: $label: building and installing pgss_ng ($("$PG_CONFIG" --version), $PG_CONFIG)"
+        build_rc=0
+        case $pass in
+            assert)  PG_CONFIG="$PG_CONFIG" PGSS_NG_ASSERTS=1 bash scripts/build.sh || build_rc=$? ;;
+            release) PG_CONFIG="$PG_CONFIG" bash scripts/build.sh || build_rc=$? ;;
+        esac
+        if [ "$build_rc" -ne 0 ]; then
+            failed=$((failed + 1))
+            status=1
+            results+=("=== result: $label: build FAILED")
+            echo "${results[-1]}"
+            continue
+        fi
 
-    # A copy of the tree that postgres can write (the checkout may not even
-    # be reachable by postgres). Kept if something fails, removed otherwise.
-    WORK=$(mktemp -d /tmp/pgss_ng_test.XXXXXX)
-    tar -C "$SRC" --exclude=./.git -cf - . | tar -C "$WORK" -xf -
-    chown -R postgres:postgres "$WORK"
-    echo "=== test: pass \"$pass\": work tree $WORK (owned by postgres)"
+        # A copy of the tree that postgres can write (the checkout may not
+        # even be reachable by postgres). Kept if something fails, removed
+        # otherwise.
+        WORK=$(mktemp -d /tmp/pgss_ng_test.XXXXXX)
+        tar -C "$SRC" --exclude=./.git -cf - . | tar -C "$WORK" -xf -
+        chown -R postgres:postgres "$WORK"
+        echo "=== test: $label: work tree $WORK (owned by postgres)"
 
-    status_before=$status
-    status=0
-    run_regress_suite regression check-regress REGRESS "$WORK" "sql/*.sql"
-    run_regress_suite isolation check-isolation ISOLATION "$WORK/output_iso" "specs/*.spec"
-    run_tap_suite
-    if [ "$status" -eq 0 ]; then
-        rm -rf "$WORK"
-        echo "=== test: pass \"$pass\" passed"
-    else
-        echo "=== test: pass \"$pass\" FAILED; logs kept in $WORK"
-    fi
-    status=$((status | status_before))
+        status_before=$status
+        status=0
+        run_regress_suite regression check-regress REGRESS "$WORK" "sql/*.sql"
+        run_regress_suite isolation check-isolation ISOLATION "$WORK/output_iso" "specs/*.spec"
+        run_tap_suite
+        if [ "$status" -eq 0 ]; then
+            rm -rf "$WORK"
+            verdict=passed
+        else
+            verdict="FAILED; logs kept in $WORK"
+        fi
+        status=$((status | status_before))
+        results+=("=== result: $label: $((passed - passed_before)) passed, $((failed - failed_before)) failed, $(( $(date +%s) - t_start ))s ($verdict)")
+        echo "${results[-1]}"
+    done
 done
 
+printf '%s\n' "${results[@]}"
 echo "$passed passed, $failed failed"
 exit "$status"

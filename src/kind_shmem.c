@@ -23,6 +23,7 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "kind_int.h"
 
 /*
@@ -75,6 +76,7 @@ init_hash_params(PgssNgKind *kind)
 	kind->hash_params.entry_size = MAXALIGN(kind->info->key_size) +
 		sizeof(PgssNgHashEntry);
 	kind->hash_params.compare_function = dshash_memcmp;
+	PGSS_NG_DSHASH_SET_COPY(&kind->hash_params);
 	kind->hash_params.hash_function = hash_key;
 	kind->hash_params.tranche_id = kind->shared->hash_tranche;
 }

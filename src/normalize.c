@@ -2,9 +2,16 @@
  *
  * normalize.c
  *	  Build the normalized text of one statement, byte for byte the same as
- *	  the text pg_stat_statements 1.10 (PostgreSQL 15) stores: the
- *	  statement's own part of the source string, with every constant that
- *	  core query jumbling recorded replaced by a "$n" parameter symbol.
+ *	  the text the server's own pg_stat_statements stores (1.10 on
+ *	  PostgreSQL 15, 1.11 on 16 and 17, 1.12 on 18): the statement's own
+ *	  part of the source string, with every constant that core query
+ *	  jumbling recorded replaced by a "$n" parameter symbol.
+ *
+ * Which constants core records is the server's business (16 added those of
+ * utility statements); from 18 on it also records squashed lists of
+ * constants (IN (1, 2, 3)), written as one "$n" followed by the comment
+ * PGSS_NG_SQUASHED_SUFFIX, and external parameters, renumbered only in
+ * statements with a squashed list (see compat.h).
  *
  * Core jumbling (JumbleQuery) only records where each constant starts.  To
  * know how many bytes to replace we re-lex the statement with core's own
@@ -36,10 +43,10 @@
 /*
  * Bytes of output reserved per constant on top of query_len.  A constant is
  * at least one byte of source text and "$n" is at most 11 bytes ('$' plus
- * ten digits of a positive int), so 10 extra bytes per constant always
- * suffice.
+ * ten digits of a positive int), followed for a squashed list by
+ * PGSS_NG_SQUASHED_SUFFIX, so this always suffices.
  */
-#define NORM_EXTRA_BYTES_PER_CONST	10
+#define NORM_EXTRA_BYTES_PER_CONST	(10 + sizeof(PGSS_NG_SQUASHED_SUFFIX) - 1)
 
 static int	compare_location(const void *a, const void *b);
 static void fill_constant_lengths(JumbleState *jstate, const char *query,
@@ -73,8 +80,9 @@ compare_location(const void *a, const void *b)
  *
  * Sort jstate->clocations by location (in place) and set the length, in
  * bytes, of every constant that can be found by lexing the statement.
- * Entries that are not measured keep the length -1 they come in with, and
- * are later left alone by the caller:
+ * A squashed list (18) comes with its length set by core jumbling and is
+ * not lexed.  Other entries that are not measured keep the length -1 they
+ * come in with, and are later left alone by the caller:
  *	- duplicates (a location not past the previous measured one);
  *	- locations outside [0, query_len), which cannot belong to this
  *	  statement (these, and everything after them, stop the scan);
@@ -138,6 +146,8 @@ fill_constant_lengths(JumbleState *jstate, const char *query,
 		int			loc = locs[i].location - query_loc;
 		int			tok = 0;
 
+		if (pgss_ng_loc_squashed(&locs[i]))
+			continue;			/* length set by core jumbling */
 		if (loc < 0)
 			continue;			/* not inside this statement; leave at -1 */
 		if (loc <= last_loc)
@@ -191,6 +201,10 @@ fill_constant_lengths(JumbleState *jstate, const char *query,
  * what pg_stat_statements does in current PostgreSQL 15 minor releases,
  * which no longer leave gaps for duplicate locations (e.g. the constant
  * BETWEEN repeats: "1 between 0 and 2" becomes "$1 between $2 and $3").
+ * A squashed list (18) is replaced by "$N" and PGSS_NG_SQUASHED_SUFFIX.
+ * An external parameter recorded by jumbling (18) is replaced (renumbered)
+ * only when the statement has a squashed list, as pg_stat_statements 1.12
+ * does; otherwise its text is kept.
  * Text between and after constants is copied verbatim, up to query_len
  * bytes of input.
  *
@@ -229,9 +243,13 @@ pgss_ng_normalize_query(JumbleState *jstate, const char *query,
 
 	for (i = 0; i < jstate->clocations_count; i++)
 	{
-		int			off = jstate->clocations[i].location - query_loc;
-		int			len = jstate->clocations[i].length;
+		LocationLen *loc = &jstate->clocations[i];
+		int			off = loc->location - query_loc;
+		int			len = loc->length;
 
+		if (pgss_ng_loc_extern_param(loc) &&
+			!pgss_ng_jstate_has_squashed(jstate))
+			continue;			/* keep the parameter's own text */
 		if (len < 0)
 			continue;			/* duplicate or not found: leave as is */
 
@@ -247,8 +265,10 @@ pgss_ng_normalize_query(JumbleState *jstate, const char *query,
 		out_pos += off - in_pos;
 
 		nreplaced++;
-		out_pos += snprintf(out + out_pos, out_size - out_pos, "$%d",
-							nreplaced + jstate->highest_extern_param_id);
+		out_pos += snprintf(out + out_pos, out_size - out_pos, "$%d%s",
+							nreplaced + jstate->highest_extern_param_id,
+							pgss_ng_loc_squashed(loc) ?
+							PGSS_NG_SQUASHED_SUFFIX : "");
 
 		in_pos = off + len;
 	}

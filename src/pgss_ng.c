@@ -6,11 +6,13 @@
  *	  own GUCs are here), shared memory requests and the hooks that feed
  *	  the statement kind.
  *
- * The hooks decide *what* is recorded exactly as pg_stat_statements 1.10
- * does on PostgreSQL 15 (same nesting rules, same treatment of utility
- * statements, PREPARE/EXECUTE/DEALLOCATE, planning), so that counts and
- * normalized texts agree; stmt_kind.c decides *how* (pending counters,
- * flushed at the end of each top-level statement).
+ * The hooks decide *what* is recorded exactly as the server's own
+ * pg_stat_statements does (1.10 on PostgreSQL 15, 1.11 on 16 and 17, 1.12
+ * on 18: same nesting rules, same treatment of utility statements,
+ * PREPARE/EXECUTE/DEALLOCATE, planning; where these differ by version,
+ * compat.h says how), so that counts and normalized texts agree;
+ * stmt_kind.c decides *how* (pending counters, flushed at the end of each
+ * top-level statement).
  *
  * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
  *
@@ -79,11 +81,22 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
  * Utility statements whose execution is charged elsewhere: EXECUTE to the
- * prepared statement (by the executor hooks), PREPARE and DEALLOCATE not
- * at all.
+ * prepared statement (by the executor hooks), PREPARE not at all, nor,
+ * before PostgreSQL 17, DEALLOCATE.
  */
 #define pgss_ng_handled_utility(n) \
-	(!IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt) && !IsA(n, DeallocateStmt))
+	(!IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt) && \
+	 (PGSS_NG_TRACKS_DEALLOCATE || !IsA(n, DeallocateStmt)))
+
+/*
+ * Utility statements that raise the nesting level even when not timed
+ * (PostgreSQL 17 and later; see compat.h): all but EXECUTE, whose
+ * statement is then seen at the caller's level, and PREPARE, whose parse
+ * analysis is.
+ */
+#define pgss_ng_bumps_level_untimed(n) \
+	(PGSS_NG_ONE_NESTING_LEVEL && \
+	 !IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt))
 
 /*
  * Resource usage of a planning or utility statement, measured around the
@@ -109,8 +122,7 @@ static PlannedStmt *pgss_ng_planner(Query *parse, const char *query_string,
 									int cursorOptions,
 									ParamListInfo boundParams);
 static void pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags);
-static void pgss_ng_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
-								uint64 count, bool execute_once);
+static void pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS);
 static void pgss_ng_ExecutorFinish(QueryDesc *queryDesc);
 static void pgss_ng_ExecutorEnd(QueryDesc *queryDesc);
 static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -254,7 +266,9 @@ pgss_ng_shmem_startup(void)
  * pgss_ng_post_parse_analyze
  *		Make the entry of a statement with constants, with its normalized
  *		text, and clear the queryId of the utility statements whose cost is
- *		charged elsewhere (EXECUTE, PREPARE, DEALLOCATE).
+ *		charged elsewhere: EXECUTE (and on PostgreSQL 15 PREPARE and
+ *		DEALLOCATE too; see compat.h).  Before 16 core records no constants
+ *		in utility statements, so they get no entry here.
  */
 static void
 pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
@@ -266,11 +280,12 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 	if (!pgss_ng_stmt_ready() || !pgss_ng_enabled(exec_nested_level))
 		return;
 
-	if (query->utilityStmt)
+	if (query->utilityStmt && pgss_ng_track_utility &&
+		(PGSS_NG_PARSE_CLEARS_EXECUTE_ONLY ?
+		 IsA(query->utilityStmt, ExecuteStmt) :
+		 !pgss_ng_handled_utility(query->utilityStmt)))
 	{
-		if (pgss_ng_track_utility &&
-			!pgss_ng_handled_utility(query->utilityStmt))
-			query->queryId = UINT64CONST(0);
+		query->queryId = UINT64CONST(0);
 		return;
 	}
 
@@ -314,9 +329,38 @@ next_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 }
 
 /*
+ * next_planner_nested
+ *		next_planner() with *level raised by one while it runs (restored
+ *		on error too).
+ */
+static PlannedStmt *
+next_planner_nested(int *level, Query *parse, const char *query_string,
+					int cursorOptions, ParamListInfo boundParams)
+{
+	PlannedStmt *result;
+
+	(*level)++;
+	PG_TRY();
+	{
+		result = next_planner(parse, query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		(*level)--;
+	}
+	PG_END_TRY();
+
+	return result;
+}
+
+/*
  * pgss_ng_planner
  *		Time the planning of tracked statements when track_planning is on.
  *		Duration in ms; buffer and WAL usage of the planning itself.
+ *
+ * While planning, the planner level is raised (from PostgreSQL 17 the one
+ * nesting level, timed or not; see compat.h), so that functions evaluated
+ * by the planner are not top-level statements.
  */
 static PlannedStmt *
 pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
@@ -330,22 +374,18 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		  pgss_ng_track_planning && query_string &&
 		  parse->queryId != UINT64CONST(0)))
 	{
+		if (PGSS_NG_ONE_NESTING_LEVEL)
+			return next_planner_nested(&exec_nested_level, parse,
+									   query_string, cursorOptions,
+									   boundParams);
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 	}
 
 	usage_start(&m);
-
-	plan_nested_level++;
-	PG_TRY();
-	{
-		result = next_planner(parse, query_string, cursorOptions, boundParams);
-	}
-	PG_FINALLY();
-	{
-		plan_nested_level--;
-	}
-	PG_END_TRY();
-
+	result = next_planner_nested(PGSS_NG_ONE_NESTING_LEVEL ?
+								 &exec_nested_level : &plan_nested_level,
+								 parse, query_string, cursorOptions,
+								 boundParams);
 	usage_stop(&m);
 	pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
 				  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
@@ -385,16 +425,15 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
  *		Track nesting depth only.
  */
 static void
-pgss_ng_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
-					uint64 count, bool execute_once)
+pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 {
 	exec_nested_level++;
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
-			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+			prev_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
 		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+			standard_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
 	}
 	PG_FINALLY();
 	{
@@ -446,7 +485,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 					  queryDesc->plannedstmt->stmt_len,
 					  PGSS_NG_EXEC, exec_nested_level == 0,
 					  queryDesc->totaltime->total * 1000.0,
-					  estate->es_processed,
+					  PGSS_NG_ES_ROWS(estate),
 					  &queryDesc->totaltime->bufusage,
 					  &queryDesc->totaltime->walusage,
 					  estate->es_jit ? &estate->es_jit->instr : NULL,
@@ -495,8 +534,23 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (!tracked || !pgss_ng_handled_utility(parsetree))
 	{
-		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
+		if (pgss_ng_bumps_level_untimed(parsetree))
+		{
+			exec_nested_level++;
+			PG_TRY();
+			{
+				next_ProcessUtility(pstmt, queryString, readOnlyTree,
+									context, params, queryEnv, dest, qc);
+			}
+			PG_FINALLY();
+			{
+				exec_nested_level--;
+			}
+			PG_END_TRY();
+		}
+		else
+			next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
 		if (tracked)
 			pstmt->queryId = UINT64CONST(0);
 		/* e.g. a DO block not recorded itself, whose statements were */

@@ -31,6 +31,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "qtext.h"
 
 #define QTEXT_LOCK_NAME		"pgss_ng_qtext"
@@ -96,6 +97,7 @@ dedup_params(void)
 	params.key_size = sizeof(uint64);
 	params.entry_size = sizeof(QtextBucket);
 	params.compare_function = dshash_memcmp;
+	PGSS_NG_DSHASH_SET_COPY(&params);
 	params.hash_function = qtext_hash_fn;
 	params.tranche_id = qtext_shared->hash_tranche;
 	return &params;

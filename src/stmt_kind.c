@@ -449,8 +449,10 @@ count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
 	c->local_blks_written += bufusage->local_blks_written;
 	c->temp_blks_read += bufusage->temp_blks_read;
 	c->temp_blks_written += bufusage->temp_blks_written;
-	c->blk_read_time += INSTR_TIME_GET_MILLISEC(bufusage->blk_read_time);
-	c->blk_write_time += INSTR_TIME_GET_MILLISEC(bufusage->blk_write_time);
+	c->blk_read_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_READ_TIME(bufusage));
+	c->blk_write_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_WRITE_TIME(bufusage));
 	c->temp_blk_read_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_read_time);
 	c->temp_blk_write_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_write_time);
 	c->wal_records += walusage->wal_records;

@@ -26,7 +26,7 @@
 
 #include "executor/instrument.h"
 #include "jit/jit.h"
-#include "utils/queryjumble.h"
+#include "compat.h"
 
 #include "kind.h"
 #include "qtext.h"

@@ -315,6 +315,14 @@ sub run_scenario
 	my $util = $utility eq 'on';
 
 	my $node = PostgreSQL::Test::Cluster->new($name);
+	# The server's version decides what its pg_stat_statements (the
+	# reference) records; the exact counts below follow it.
+	my $pg16 = $node->pg_version >= 16;
+	my $pg17 = $node->pg_version >= 17;
+	my $pg18 = $node->pg_version >= 18;
+	# What utility statements run is nested: when they are tracked, and
+	# from PostgreSQL 17 always.
+	my $nested_util = $util || $pg17;
 	$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
 	$node->append_conf(
 		'postgresql.conf', qq{
@@ -460,7 +468,11 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	is(scalar(@diffs), 0, "$name: pgss_ng and pg_stat_statements agree on every key")
 	  or diag join("\n", "pg_stat_statements vs pgss_ng:", @diffs);
 
-	cmp_ok(scalar(keys %$ref), '>', ($all ? 1000 : 400), "$name: many keys compared");
+	# PostgreSQL 18 merges what earlier servers kept apart (each temporary
+	# table's statements, IN lists of different lengths, SET values): fewer
+	# keys for the same workload.
+	my $many = $all ? 1000 : $pg18 ? ($util ? 250 : 100) : 400;
+	cmp_ok(scalar(keys %$ref), '>', $many, "$name: many keys compared");
 
 	is( $node->safe_psql('postgres', 'SELECT dealloc, dropped FROM pgss_ng_info'),
 		'0|0', "$name: pgss_ng neither evicted nor dropped anything");
@@ -478,18 +490,28 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	my $S = 10;    # the bootstrap superuser
 
 	# Each temporary table is a new relation, so each transaction of the
-	# "extra" script makes new entries for the statements that use it.
+	# "extra" script makes new entries for the statements that use it
+	# (before PostgreSQL 18, whose jumbling uses a table's name, not its
+	# OID: one entry then).
 	my @tmp = entries_of($ng, $A, $P, 't',
 		'INSERT INTO tmp_work SELECT g, $1 || g FROM generate_series($2, $3) g');
-	is(scalar(@tmp), 2 * $T, "$name: one INSERT INTO tmp_work entry per temporary table");
+	is(scalar(@tmp), $pg18 ? 1 : 2 * $T,
+		"$name: one INSERT INTO tmp_work entry per temporary table");
 	is(join(',', sort { $a <=> $b } (map { $_->{calls} } @tmp)),
-		join(',', (1) x (2 * $T)), "$name: each INSERT INTO tmp_work entry was called once");
+		$pg18 ? 2 * $T : join(',', (1) x (2 * $T)),
+		"$name: each INSERT INTO tmp_work entry was called once");
 
 	# [ userid, dbid, toplevel, text, column, value ]; undef: no entry.
 	# $U: what only utility tracking records; $F: what only failed after
 	# planning (shown with calls 0 when planning is tracked).
 	my $U = sub { $util ? $_[0] : undef };
 	my $F = sub { $planning eq 'on' ? $_[0] : undef };
+	# What the server normalizes differently: from PostgreSQL 16 the
+	# constants of utility statements; from 18 lists of constants squashed
+	# to one (the external parameters then renumbered), and no leading
+	# comment in the text.
+	my $utilconst = sub { $pg16 ? $_[1] : $_[0] };
+	my $squashed = 'SELECT $1 + $2 AS f, $3 AS e, $4 AS d, $5 AS u, $6 AS b, $7 AS x, interval $8 AS i, $9 AS n, ARRAY[$10 /*, ... */] AS a, $11::int[] AS c, $12 IN ($13 /*, ... */) AS l';
 	my @expect = (
 		# simple protocol: constants normalized and merged (the psql
 		# sessions also run the SELECT once each)
@@ -508,8 +530,8 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 		[ $A, $D2, 't', 'SELECT balance FROM accounts WHERE id = $1', 'calls', '1,' . (2 * $T + 2 * $T) ],
 		[ $B, $P, 't', 'SELECT count(*) FROM history WHERE aid = $1 AND delta > $2 LIMIT $3', 'calls', $T + 2 * $T ],
 		# all sorts of literals, in both forms
-		[ $A, $P, 't', 'SELECT $1 + $2 AS f, $3 AS e, $4 AS d, $5 AS u, $6 AS b, $7 AS x, interval $8 AS i, $9 AS n, ARRAY[$10, $11] AS a, $12::int[] AS c, $13 IN ($14, $15, $16) AS l', 'calls', 3 * $T ],
-		[ $B, $D2, 't', 'SELECT $1 + $3 AS f, $4 AS e, $5 AS d, $6 AS u, $7 AS b, $8 AS x, interval $9 AS i, $10 AS n, ARRAY[$11, $12] AS a, $13::int[] AS c, $2 IN ($14, $15, $16) AS l', 'calls', 2 * $T + 2 * $T2 ],
+		[ $A, $P, 't', $pg18 ? $squashed : 'SELECT $1 + $2 AS f, $3 AS e, $4 AS d, $5 AS u, $6 AS b, $7 AS x, interval $8 AS i, $9 AS n, ARRAY[$10, $11] AS a, $12::int[] AS c, $13 IN ($14, $15, $16) AS l', 'calls', 3 * $T ],
+		[ $B, $D2, 't', $pg18 ? $squashed : 'SELECT $1 + $3 AS f, $4 AS e, $5 AS d, $6 AS u, $7 AS b, $8 AS x, interval $9 AS i, $10 AS n, ARRAY[$11, $12] AS a, $13::int[] AS c, $2 IN ($14, $15, $16) AS l', 'calls', 2 * $T + 2 * $T2 ],
 		[ $A, $P, 't', "SELECT id, /* inline */ balance\n  FROM accounts\n  WHERE id = \$1 AND balance > \$2", 'rows', 3 * $T ],
 		[ $A, $P, 't', 'MERGE INTO small s USING (SELECT $1 AS id) v ON s.id = v.id WHEN MATCHED THEN UPDATE SET x = s.x + $2 WHEN NOT MATCHED THEN INSERT VALUES (v.id, $3)', 'rows', 3 * $T ],
 		[ $A, $P, 't', 'WITH ins AS (INSERT INTO history (aid, delta) VALUES ($1, $2) RETURNING id) SELECT count(*) FROM ins', 'rows', 3 * $T ],
@@ -523,19 +545,20 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 		[ $A, $P, 't', 'PREPARE getbal(int) AS SELECT balance, note FROM accounts WHERE id = $1', 'calls', 4 ],
 		[ $A, $D2, 't', 'PREPARE getbal(int) AS SELECT balance, note FROM accounts WHERE id = $1', 'calls', 2 ],
 		[ $A, $P, 't', 'SELECT $1 AS tag, $2 AS two', 'calls', 2 ],
-		[ $A, $P, 't', 'SELECT count(*) AS big FROM accounts WHERE id IN (' . join(', ', map { "\$$_" } 1 .. 3000) . ')', 'rows', 2 ],
-		[ $A, $P, 't', '/* commented */ SELECT sum(balance) IS NOT NULL AS ok FROM accounts', 'calls', 2 ],
+		[ $A, $P, 't', 'SELECT count(*) AS big FROM accounts WHERE id IN (' . ($pg18 ? '$1 /*, ... */' : join(', ', map { "\$$_" } 1 .. 3000)) . ')', 'rows', 2 ],
+		[ $A, $P, 't', ($pg18 ? '' : '/* commented */ ') . 'SELECT sum(balance) IS NOT NULL AS ok FROM accounts', 'calls', 2 ],
 		# Deferred triggers fire at commit, after the statement that
 		# commits (explicit COMMIT, autocommit, pipeline Sync): top level.
 		# alice: 2 rows per transaction of "common", 1 from the CTE, 1 from
 		# each DO block, 3 COPY rows and 2 fetched rows per psql session;
 		# bob: the same without DO blocks, plus the pipelines.  Without
-		# utility tracking, COPY's immediate triggers are top level too.
-		[ $A, $P, 't', 'INSERT INTO audit (aid, at_commit) VALUES (NEW.aid, TG_NAME = $15)', 'calls', 3 * $T * 3 + 2 * $T + 2 * 5 + ($util ? 0 : 2 * 3) ],
-		[ $B, $P, 't', 'INSERT INTO audit (aid, at_commit) VALUES (NEW.aid, TG_NAME = $15)', 'calls', $T * 3 + 2 * $T + 5 + ($util ? 0 : 3) ],
+		# utility tracking, COPY's immediate triggers are top level too
+		# (before PostgreSQL 17, see $nested_util).
+		[ $A, $P, 't', 'INSERT INTO audit (aid, at_commit) VALUES (NEW.aid, TG_NAME = $15)', 'calls', 3 * $T * 3 + 2 * $T + 2 * 5 + ($nested_util ? 0 : 2 * 3) ],
+		[ $B, $P, 't', 'INSERT INTO audit (aid, at_commit) VALUES (NEW.aid, TG_NAME = $15)', 'calls', $T * 3 + 2 * $T + 5 + ($nested_util ? 0 : 3) ],
 		# a function evaluated while planning (constant folding) runs its
-		# statements at top level
-		[ $A, $P, 't', 'SELECT count(*)        FROM small WHERE id <= p', 'calls', 2 ],
+		# statements at top level (before PostgreSQL 17; then nested)
+		[ $A, $P, 't', 'SELECT count(*)        FROM small WHERE id <= p', 'calls', $pg17 ? undef : 2 ],
 		# parsed untracked: no normalized text
 		[ $S, $P, 't', 'PREPARE late AS SELECT 2 + 3 AS late', 'calls', 2 ],
 		[ $S, $P, 't', 'SELECT set_config($1, $2, $3) AS a, set_config($4, $5, $6) AS b', 'plans', $F->(1) ],
@@ -564,8 +587,8 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 		[ $A, $P, 't', 'BEGIN', 'calls', $U->(2 * 3 * $T + 2 * $T + 2 * 2) ],
 		[ $A, $P, 't', 'FETCH 3 FROM cur', 'rows', $U->(3 * 3 * $T) ],
 		[ $A, $P, 't', 'COPY history (aid, delta) FROM STDIN', 'rows', $U->(6) ],
-		[ $A, $P, 't', 'CREATE TEMP TABLE tmp_ctas AS SELECT id FROM accounts WHERE id <= 7', 'rows', $U->(14) ],
-		[ $A, $P, 't', 'SELECT id INTO TEMP tmp_into FROM accounts WHERE id <= 3', 'rows', $U->(6) ],
+		[ $A, $P, 't', $utilconst->('CREATE TEMP TABLE tmp_ctas AS SELECT id FROM accounts WHERE id <= 7', 'CREATE TEMP TABLE tmp_ctas AS SELECT id FROM accounts WHERE id <= $1'), 'rows', $U->(14) ],
+		[ $A, $P, 't', $utilconst->('SELECT id INTO TEMP tmp_into FROM accounts WHERE id <= 3', 'SELECT id INTO TEMP tmp_into FROM accounts WHERE id <= $1'), 'rows', $U->(6) ],
 		[ $A, $P, 't', 'REFRESH MATERIALIZED VIEW mv_small', 'calls', $U->(2) ],
 		[ $B, $D2, 't', 'REFRESH MATERIALIZED VIEW mv_small', 'calls', $U->(1) ],
 		[ $A, $P, 't', 'COPY (SELECT id FROM accounts WHERE id <= 5 ORDER BY id) TO STDOUT', 'rows', $U->(10) ],
@@ -582,6 +605,8 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	if ($all)
 	{
 		push @expect, (
+			# the planner's function (PostgreSQL 17 and later)
+			[ $A, $P, 'f', 'SELECT count(*)        FROM small WHERE id <= p', 'calls', $pg17 ? 2 : undef ],
 			# the immediate trigger
 			[ $A, $P, 'f', 'INSERT INTO audit (aid, at_commit) VALUES (NEW.aid, TG_NAME = $15)', 'calls', 3 * $T * 3 + 2 * $T + 2 * 5 ],
 			# nested in transfer(): from SELECT transfer() (both protocols),
@@ -610,9 +635,10 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 			[ $B, $D2, 'f', 'SELECT ' . join(' * ', map { "\$$_" } 1 .. 301), 'calls', 1 ],
 		);
 	}
-	elsif ($util)
+	elsif ($nested_util)
 	{
-		# track = top: nothing nested
+		# track = top: nothing nested (without utility tracking too from
+		# PostgreSQL 17, where what utility statements run is nested)
 		push @expect, (
 			[ $A, $P, 'f', 'UPDATE accounts SET balance = balance + p_delta WHERE id = p_id', 'calls', undef ],
 			[ $A, $P, 't', 'SELECT transfer($1, $2)', 'calls', 3 * $T ],

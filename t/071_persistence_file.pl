@@ -1,6 +1,6 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 1, PostgreSQL major 15, and a
+# - Its header: magic "PGNG", format version 1, the server's major, and a
 #   trailing CRC-32C of everything before it (checked here independently).
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
 #   magic, wrong format version, wrong PostgreSQL major, empty, shorter
@@ -25,6 +25,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use PgssNgTest;
 
 my $node = PostgreSQL::Test::Cluster->new('persistence_file');
 $node->init;
@@ -122,7 +123,8 @@ my $len = length($good);
 my ($magic, $version, $major, $infolen) = unpack('L4', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
 is($version, 1, 'header: format version 1');
-is($major, 15, 'header: PostgreSQL major version 15');
+my $server_major = $node->pg_version->major;
+is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 16 + $infolen, 4));
 is($nrec, $good_entries, 'header: number of records = entries');
 is(unpack('L', substr($good, $len - 4)), crc32c(substr($good, 0, $len - 4)),
@@ -161,7 +163,7 @@ my @variants = (
 	[
 		'wrong PostgreSQL major',
 		substr($good, 0, 8) . pack('L', 14) . substr($good, 12),
-		qr/^written by PostgreSQL 14, this is 15$/
+		qr/^written by PostgreSQL 14, this is $server_major$/
 	],
 	[ 'empty', '', qr/^it is empty$/ ],
 	[ 'shorter than a header', substr($good, 0, 10), qr/^it is truncated$/ ],
@@ -227,18 +229,23 @@ unlike(slurp_file($node->logfile, $pos), qr/pgss_ng ignored/, 'the good file: no
 # Restart with pgss_ng.max below the number of saved entries.
 ############################################################################
 
+# Distinct statements without constants (PostgreSQL 18 normalizes even
+# those of SET): the columns of wide tables.
+create_wide_table($node, 'pf_cold', 300);
+create_wide_table($node, 'pf_hot',  20);
+create_wide_table($node, 'pf_new',  30);
 $node->safe_psql('postgres', 'SELECT pgss_ng_reset()');
 my $sql = '';
-$sql .= "SET application_name = 'cold_$_';\n" for 1 .. 300;
+$sql .= "SELECT c$_ FROM pf_cold;\n" for 1 .. 300;
 for my $round (1 .. 30)
 {
-	$sql .= "SET application_name = 'hot_$_';\n" for 1 .. 20;
+	$sql .= "SELECT c$_ FROM pf_hot;\n" for 1 .. 20;
 }
 $node->safe_psql('postgres', $sql);
 
 my $hot_sql =
   "SELECT string_agg(calls::text, ',' ORDER BY calls) || ' ' || count(*) FROM pgss_ng "
-  . "WHERE query LIKE 'SET application_name = ''hot\\_%'''";
+  . "WHERE query LIKE 'SELECT c% FROM pf\\_hot'";
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20', 'max: 20 hot statements with 30 calls each');
 my $saved = quiet_psql('SELECT entries FROM pgss_ng_info');
 cmp_ok($saved, '>=', 320, "max: $saved entries before the restart");
@@ -256,7 +263,7 @@ ok(!-e $statfile, 'max = 100: the file is removed once read');
 
 # New statements: eviction keeps the limit, the hot ones stay.
 $sql = '';
-$sql .= "SET application_name = 'new_$_';\n" for 1 .. 30;
+$sql .= "SELECT c$_ FROM pf_new;\n" for 1 .. 30;
 $node->safe_psql('postgres', $sql);
 cmp_ok(quiet_psql('SELECT entries FROM pgss_ng_info'), '<=', 100,
 	'max = 100: entries <= 100 after 30 new statements');
@@ -269,7 +276,7 @@ is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 # File size across restarts with the same statements.
 ############################################################################
 
-my $hot_again = join('', map { "SET application_name = 'hot_$_';\n" } 1 .. 20);
+my $hot_again = join('', map { "SELECT c$_ FROM pf_hot;\n" } 1 .. 20);
 my @sizes;
 for my $i (1 .. 5)
 {

@@ -29,6 +29,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('bad_input');
+
+# The valid range of a GUC with a unit, as the server's message shows it
+# (PostgreSQL 17 added the unit).
+my $qtm_range =
+  $node->pg_version >= 17 ? '(256 kB .. 1073741823 kB)' : '(256 .. 1073741823)';
 $node->init;
 $node->append_conf(
 	'postgresql.conf', q{
@@ -118,7 +123,7 @@ ok($node->start(fail_ok => 1), '1: the server starts with bad pgss_ng values');
 
 my @startup_warnings = (
 	'WARNING:  50 is outside the valid range for parameter "pgss_ng.max" (100 .. 536870911)',
-	'WARNING:  100 kB is outside the valid range for parameter "pgss_ng.query_text_memory" (256 .. 1073741823)',
+	'WARNING:  100 kB is outside the valid range for parameter "pgss_ng.query_text_memory" ' . $qtm_range,
 	'WARNING:  invalid value for parameter "pgss_ng.track": "bogus"',
 	'HINT:  Available values: none, top, all.',
 	'WARNING:  parameter "pgss_ng.track_utility" requires a Boolean value',
@@ -174,7 +179,7 @@ $node->wait_for_log(
 	$offset);
 my @reload_logs = (
 	'LOG:  50 is outside the valid range for parameter "pgss_ng.max" (100 .. 536870911)',
-	'LOG:  100 kB is outside the valid range for parameter "pgss_ng.query_text_memory" (256 .. 1073741823)',
+	'LOG:  100 kB is outside the valid range for parameter "pgss_ng.query_text_memory" ' . $qtm_range,
 	'LOG:  invalid value for parameter "pgss_ng.track": "bogus"',
 	'LOG:  parameter "pgss_ng.track_utility" requires a Boolean value',
 	'LOG:  parameter "pgss_ng.track_planning" requires a Boolean value',
@@ -271,7 +276,7 @@ $offset = -s $node->logfile;
 ok($node->start(fail_ok => 1), '5: the server starts');
 for my $w (
 	'WARNING:  536870912 is outside the valid range for parameter "pgss_ng.max" (100 .. 536870911)',
-	'WARNING:  1073741824 kB is outside the valid range for parameter "pgss_ng.query_text_memory" (256 .. 1073741823)',
+	'WARNING:  1073741824 kB is outside the valid range for parameter "pgss_ng.query_text_memory" ' . $qtm_range,
 	'WARNING:  invalid value for parameter "pgss_ng.track": ""')
 {
 	ok($node->log_contains(qr/\Q$w\E$/m, $offset), "5: logged: $w");

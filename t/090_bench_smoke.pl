@@ -22,16 +22,11 @@ ok(-f $runner, 'bench/run.sh exists');
 
 my $out = PostgreSQL::Test::Utils::tempdir('bench_smoke');
 
-# Benchmark the installation under test (its bin directory is first in
-# PATH, see the Makefile's check-tap), not whichever the runner would pick
-# by default: pgss_ng may be installed only in the former.
-if (!defined $ENV{PGSS_BENCH_PGBIN})
-{
-	my $bindir = `pg_config --bindir 2>/dev/null` // '';
-	chomp $bindir;
-	$ENV{PGSS_BENCH_PGBIN} = $bindir if $bindir ne '' && -x "$bindir/initdb";
-}
-note('PostgreSQL binaries: ' . ($ENV{PGSS_BENCH_PGBIN} // 'the runner\'s default'));
+# Benchmark the server under test (its pg_config is first in PATH), not
+# the runner's default PostgreSQL 15.
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+local $ENV{PGSS_BENCH_PGBIN} = $bindir if $bindir ne '';
 
 # The runner bounds its own runtime (300 s hard limit in smoke mode); this
 # timeout is only a backstop.
