@@ -21,6 +21,7 @@ OBJS = \
 	src/kind_maint.o \
 	src/stmt_kind.o \
 	src/stmt_kind_io.o \
+	src/stmt_errors.o \
 	src/normalize.o \
 	src/qtext.o \
 	src/sqlfuncs.o \

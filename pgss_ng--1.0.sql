@@ -4,8 +4,13 @@
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
 
 -- Per-statement statistics: the columns of PostgreSQL 15's
--- pg_stat_statements (1.10), then stats_since and minmax_stats_since.
+-- pg_stat_statements (1.10), then stats_since and minmax_stats_since,
+-- then pgss_ng's own columns (failed executions, last execution).
+-- changed_since: only the entries changed at or after it (NULL: all).
+-- Not STRICT, so that changed_since can default to NULL; a NULL showtext
+-- returns no rows.
 CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
+    IN changed_since timestamptz DEFAULT NULL,
     OUT userid oid,
     OUT dbid oid,
     OUT toplevel bool,
@@ -50,11 +55,14 @@ CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
     OUT jit_emission_count int8,
     OUT jit_emission_time float8,
     OUT stats_since timestamptz,
-    OUT minmax_stats_since timestamptz
+    OUT minmax_stats_since timestamptz,
+    OUT errors int8,
+    OUT error_exec_time float8,
+    OUT last_executed timestamptz
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgss_ng'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng AS
   SELECT * FROM pgss_ng(true);

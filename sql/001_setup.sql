@@ -2,7 +2,8 @@
 -- 001_setup: install pgss_ng next to pg_stat_statements (the reference),
 -- check that both run with the same settings and that pgss_ng's view has
 -- pg_stat_statements' columns (same order and types) plus stats_since and
--- minmax_stats_since, and create the helpers the later tests use:
+-- minmax_stats_since, then its own (errors, error_exec_time,
+-- last_executed), and create the helpers the later tests use:
 --   pgss_ng_diff               rows on which pgss_ng and pg_stat_statements
 --                              disagree (expected empty everywhere)
 --   wait_for_other_backends()  waits until this is the only client backend
@@ -15,7 +16,8 @@ SELECT name, setting, context FROM pg_settings
 WHERE name LIKE 'pgss\_ng.%' OR name LIKE 'pg\_stat\_statements.%'
 ORDER BY name COLLATE "C";
 
--- pgss_ng's columns = pg_stat_statements' columns + two timestamps
+-- pgss_ng's columns = pg_stat_statements' columns + two timestamps +
+-- pgss_ng's own
 SELECT coalesce(n.attnum, r.attnum) AS attnum, n.attname AS pgss_ng,
        r.attname AS pg_stat_statements,
        n.atttypid::regtype AS ng_type, r.atttypid::regtype AS ref_type
@@ -35,7 +37,9 @@ WHERE attrelid = 'pgss_ng_info'::regclass AND attnum > 0 ORDER BY attnum;
 -- must agree on: the key, the text, plans, calls, rows and the block/WAL
 -- counters (times differ by nature).  EXCEPT ALL compares multisets and
 -- treats NULLs as equal, so this also works for readers that see
--- "<insufficient privilege>" rows with a NULL queryid.
+-- "<insufficient privilege>" rows with a NULL queryid.  Entries whose
+-- executions all failed (plans = calls = 0, errors > 0) are pgss_ng's
+-- own: pg_stat_statements has no trace of them.
 CREATE VIEW pgss_ng_diff AS
 WITH ng AS (
   SELECT userid, dbid, toplevel, queryid, query, plans, calls, rows,
@@ -43,7 +47,7 @@ WITH ng AS (
          shared_blks_written, local_blks_hit, local_blks_read,
          local_blks_dirtied, local_blks_written, temp_blks_read,
          temp_blks_written, wal_records, wal_fpi, wal_bytes
-  FROM pgss_ng),
+  FROM pgss_ng WHERE plans + calls > 0),
 ref AS (
   SELECT userid, dbid, toplevel, queryid, query, plans, calls, rows,
          shared_blks_hit, shared_blks_read, shared_blks_dirtied,

@@ -1,7 +1,8 @@
 --
 -- 003_counters: calls and rows of SELECT, INSERT, UPDATE, DELETE, MERGE,
 -- COPY (both directions), FETCH, CREATE TABLE AS / SELECT INTO /
--- materialized views, statements that fail (not counted), statements
+-- materialized views, statements that fail (no call; their failures
+-- are pgss_ng's own errors column, see 012_errors), statements
 -- using temporary and local blocks and a parallel plan, and plans with
 -- track_planning on (one per planning: each simple query, once for a
 -- generic plan, each execution for custom plans).  Everything must equal
@@ -30,7 +31,7 @@ MERGE INTO cnt_t t USING (VALUES (1), (2), (50)) s(id) ON t.id = s.id
   WHEN MATCHED THEN UPDATE SET v = 'merged'
   WHEN NOT MATCHED THEN INSERT VALUES (s.id, 'new');
 
--- a failing statement is not counted
+-- a failing statement is not counted in calls (it shows with calls 0)
 SELECT 1 / (id - id) FROM cnt_t;
 
 -- COPY: rows copied

@@ -7,7 +7,8 @@
 -- PL/pgSQL function is counted as pg_stat_statements counts it: once, as
 -- its cached plan's queryid is cleared after the first execution.  And the
 -- odd cases: procedures that COMMIT, SQL-standard function bodies (no
--- queryid), statements run by the planner.
+-- queryid), statements run by the planner.  A failing top-level statement
+-- shows with calls 0 (its failure counts in errors: 012_errors).
 --
 -- Both extensions' track GUCs are switched in ONE statement with
 -- set_config(): a SET of one GUC would be recorded by one extension only.

@@ -11,11 +11,12 @@ SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 SELECT entries, dealloc, dropped FROM pgss_ng_info;
 -- 2 + the entry of this one, made at parse analysis
 SELECT entries, 1 + 1 AS two FROM pgss_ng_info;
--- a statement with constants that fails: its entry exists, uncounted
+-- a statement with constants that fails: its entry exists, no call (one
+-- error)
 SELECT 1 / 0 AS info_fail;
 -- 3 + the failed one
 SELECT entries, dealloc, dropped FROM pgss_ng_info;
--- the view shows the three finished statements only
+-- the view shows the three finished statements and the failed one
 SELECT calls, query FROM pgss_ng ORDER BY query COLLATE "C";
 -- 4 + the view read + this one (another operator: not the same queryid
 -- as the "two" statement)

@@ -73,7 +73,8 @@ SELECT pg_stat_statements_reset(4294967295::oid) IS NOT NULL,
        pg_stat_statements_reset(0, 0, '-9223372036854775808'::bigint)
          IS NOT NULL,
        pg_stat_statements_reset(0, 0, -9223372036854775808) IS NOT NULL;
--- out of the types' ranges: errors before pgss_ng is reached
+-- out of the types' ranges: errors before pgss_ng_reset is called (each a
+-- failed execution of its statement)
 SELECT pgss_ng_reset(4294967296);
 SELECT pgss_ng_reset(0, 0, 9223372036854775808);
 SELECT pgss_ng_reset(0, 0, -9223372036854775808::bigint);
@@ -173,7 +174,8 @@ SELECT pgss_ng_reset();
 SELECT pgss_ng_reset(NULL, NULL, NULL, NULL);
 SELECT pgss_ng_reset(0, 0, 0, true);
 ROLLBACK;
--- normal again: the failed and the ignored statements were not recorded
+-- normal again: the ignored statements were not recorded, the failed one
+-- has no call (one error)
 SELECT calls, rows, query FROM pgss_ng ORDER BY query COLLATE "C";
 SELECT * FROM pgss_ng_diff;
 SELECT entries FROM pgss_ng_info;

@@ -11,7 +11,8 @@
 --     create the extension (not trusted).
 --   * Install script (run in a database of its own, dropped at the end):
 --     a hostile role that may create objects in public pre-creates
---       - a function with the exact signature of pgss_ng(boolean),
+--       - a function with the exact signature of pgss_ng(boolean,
+--         timestamptz),
 --       - a view named pgss_ng_info,
 --       - an overload pgss_ng(boolean, int DEFAULT 0) that would make the
 --         view's call ambiguous,
@@ -160,19 +161,20 @@ CREATE EXTENSION pgss_ng;
 \echo SQLSTATE :SQLSTATE
 RESET ROLE;
 
--- 1. a trap with the exact signature of pgss_ng(boolean)
+-- 1. a trap with the exact signature of pgss_ng(boolean, timestamptz)
 SET ROLE regress_pgss_ng_hostile;
-CREATE FUNCTION public.pgss_ng(showtext boolean) RETURNS SETOF int
+CREATE FUNCTION public.pgss_ng(showtext boolean, changed_since timestamptz)
+RETURNS SETOF int
 LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO public.hostile_calls VALUES ('pgss_ng(boolean)', current_user);
+  INSERT INTO public.hostile_calls VALUES ('pgss_ng(boolean, timestamptz)', current_user);
   ALTER ROLE regress_pgss_ng_hostile SUPERUSER;
   RETURN;
 END $$;
 RESET ROLE;
 CREATE EXTENSION pgss_ng;
 SELECT * FROM hostile_state;
-DROP FUNCTION public.pgss_ng(boolean);
+DROP FUNCTION public.pgss_ng(boolean, timestamptz);
 
 -- 2. a view named like the extension's view
 SET ROLE regress_pgss_ng_hostile;

@@ -69,7 +69,7 @@
 #define PGSS_NG_STAT_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/pgss_ng.stat"
 #define PGSS_NG_STAT_TMPFILE	PGSS_NG_STAT_FILE ".tmp"
 #define PGSS_NG_FILE_MAGIC		0x50474E47	/* "PGNG" */
-#define PGSS_NG_FILE_VERSION	1
+#define PGSS_NG_FILE_VERSION	2
 
 /* Longest the writer waits for backends to flush and detach (ms). */
 #define PGSS_NG_WRITER_WAIT_MS	30000

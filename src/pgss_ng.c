@@ -355,12 +355,16 @@ next_planner_nested(int *level, Query *parse, const char *query_string,
 
 /*
  * pgss_ng_planner
- *		Time the planning of tracked statements when track_planning is on.
- *		Duration in ms; buffer and WAL usage of the planning itself.
+ *		For a tracked statement (query string, non-zero queryId): open a
+ *		failure frame around the planning (stmt_errors.c), and time it
+ *		when track_planning is on.  Duration in ms; buffer and WAL usage
+ *		of the planning itself.  An ERROR raised while planning counts as
+ *		a failed execution of the statement and is re-thrown.
  *
  * While planning, the planner level is raised (from PostgreSQL 17 the one
- * nesting level, timed or not; see compat.h), so that functions evaluated
- * by the planner are not top-level statements.
+ * nesting level, timed or not; before, the planner level while timed; see
+ * compat.h), so that functions evaluated by the planner are not top-level
+ * statements.
  */
 static PlannedStmt *
 pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
@@ -368,11 +372,13 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *result;
 	UsageMeasure m;
+	bool		timed;
+	int		   *level;
+	int			frame;
 
 	if (!(pgss_ng_stmt_ready() &&
 		  pgss_ng_enabled(plan_nested_level + exec_nested_level) &&
-		  pgss_ng_track_planning && query_string &&
-		  parse->queryId != UINT64CONST(0)))
+		  query_string && parse->queryId != UINT64CONST(0)))
 	{
 		if (PGSS_NG_ONE_NESTING_LEVEL)
 			return next_planner_nested(&exec_nested_level, parse,
@@ -381,36 +387,126 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 	}
 
-	usage_start(&m);
-	result = next_planner_nested(PGSS_NG_ONE_NESTING_LEVEL ?
-								 &exec_nested_level : &plan_nested_level,
-								 parse, query_string, cursorOptions,
-								 boundParams);
-	usage_stop(&m);
-	pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
-				  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
-				  m.duration_ms, 0, &m.bufusage, &m.walusage, NULL, NULL);
+	timed = pgss_ng_track_planning;
+	level = PGSS_NG_ONE_NESTING_LEVEL ? &exec_nested_level :
+		timed ? &plan_nested_level : NULL;
+	frame = pgss_ng_stmt_begin(parse->queryId, exec_nested_level == 0,
+							   query_string, parse->stmt_location,
+							   parse->stmt_len, 0);
+	if (timed)
+		usage_start(&m);
+
+	PG_TRY();
+	{
+		if (level)
+			result = next_planner_nested(level, parse, query_string,
+										 cursorOptions, boundParams);
+		else
+			result = next_planner(parse, query_string, cursorOptions,
+								  boundParams);
+	}
+	PG_CATCH();
+	{
+		pgss_ng_stmt_failed(frame);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pgss_ng_stmt_end(frame);
+
+	if (timed)
+	{
+		usage_stop(&m);
+		pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
+					  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
+					  m.duration_ms, 0, &m.bufusage, &m.walusage, NULL,
+					  NULL);
+	}
 
 	return result;
 }
 
 /*
- * pgss_ng_ExecutorStart
- *		Ask the executor for instrumentation of tracked statements; the
- *		Instrumentation lives in the query's memory context.
+ * begin_exec_frame
+ *		Open a failure frame (stmt_errors.c) for an executor call of a
+ *		statement at the current nesting level, with the run time it had
+ *		before (ms, from totaltime when there is one).
+ */
+static int
+begin_exec_frame(QueryDesc *queryDesc)
+{
+	double		prior_ms = 0;
+
+	if (queryDesc->totaltime)
+		prior_ms = INSTR_TIME_GET_MILLISEC(queryDesc->totaltime->counter);
+	return pgss_ng_stmt_begin(queryDesc->plannedstmt->queryId,
+							  exec_nested_level == 0, queryDesc->sourceText,
+							  queryDesc->plannedstmt->stmt_location,
+							  queryDesc->plannedstmt->stmt_len, prior_ms);
+}
+
+/*
+ * exec_tracked
+ *		Does this executor call run a statement that ExecutorEnd will
+ *		record (at the current nesting level)?
+ */
+static bool
+exec_tracked(QueryDesc *queryDesc)
+{
+	return pgss_ng_stmt_ready() &&
+		queryDesc->plannedstmt->queryId != UINT64CONST(0) &&
+		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level);
+}
+
+/*
+ * next_ExecutorStart
+ *		Call the next ExecutorStart hook, or the standard function.
  */
 static void
-pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
+next_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
+}
 
-	if (pgss_ng_stmt_ready() &&
+/*
+ * pgss_ng_ExecutorStart
+ *		Ask the executor for instrumentation of tracked statements; the
+ *		Instrumentation lives in the query's memory context.  An ERROR in
+ *		the executor's start-up counts as a failed execution (frame of
+ *		stmt_errors.c) and is re-thrown.
+ */
+static void
+pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	bool		tracked;
+	int			frame;
+
+	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) &&
-		queryDesc->plannedstmt->queryId != UINT64CONST(0) &&
-		queryDesc->totaltime == NULL)
+		queryDesc->plannedstmt->queryId != UINT64CONST(0);
+
+	if (!tracked)
+	{
+		next_ExecutorStart(queryDesc, eflags);
+		return;
+	}
+
+	frame = begin_exec_frame(queryDesc);
+	PG_TRY();
+	{
+		next_ExecutorStart(queryDesc, eflags);
+	}
+	PG_CATCH();
+	{
+		pgss_ng_stmt_failed(frame);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pgss_ng_stmt_end(frame);
+
+	if (queryDesc->totaltime == NULL)
 	{
 		MemoryContext oldcxt;
 
@@ -422,11 +518,16 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 /*
  * pgss_ng_ExecutorRun
- *		Track nesting depth only.
+ *		Track nesting depth; a tracked statement's run that ends in an
+ *		ERROR counts as a failed execution (its earlier runs' time
+ *		included) before the ERROR is re-thrown.
  */
 static void
 pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 {
+	bool		tracked = exec_tracked(queryDesc);
+	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
+
 	exec_nested_level++;
 	PG_TRY();
 	{
@@ -435,20 +536,31 @@ pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 		else
 			standard_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		exec_nested_level--;
+		if (tracked)
+			pgss_ng_stmt_failed(frame);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	exec_nested_level--;
+	if (tracked)
+		pgss_ng_stmt_end(frame);
 }
 
 /*
  * pgss_ng_ExecutorFinish
- *		Track nesting depth only.
+ *		Track nesting depth; an ERROR (e.g. from an AFTER trigger) counts
+ *		as a failed execution of a tracked statement, as in
+ *		pgss_ng_ExecutorRun.
  */
 static void
 pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 {
+	bool		tracked = exec_tracked(queryDesc);
+	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
+
 	exec_nested_level++;
 	PG_TRY();
 	{
@@ -457,11 +569,17 @@ pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 		else
 			standard_ExecutorFinish(queryDesc);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		exec_nested_level--;
+		if (tracked)
+			pgss_ng_stmt_failed(frame);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	exec_nested_level--;
+	if (tracked)
+		pgss_ng_stmt_end(frame);
 }
 
 /*
@@ -507,10 +625,13 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
  *		INTO/REFRESH MATERIALIZED VIEW, buffers, WAL), flushing at top
  *		level.
  *
+ * A recorded utility statement that ends in an ERROR counts as a failed
+ * execution (frame of stmt_errors.c) before the ERROR is re-thrown.
+ *
  * Like pg_stat_statements, a tracked utility statement's queryId is set
  * to zero, so a cached PlannedStmt that is executed again is not counted
  * again (pg_stat_statements' behaviour, which we keep for equal counts).
- * Unlike it, we clear it only *after* the statement ran: a
+ * Unlike it, we clear it only *after* the statement ran (or failed): a
  * pg_stat_statements loaded before us in shared_preload_libraries (so
  * called from inside this hook) still sees the real queryId, and both
  * extensions can be compared in one server.
@@ -528,6 +649,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	bool		tracked;
 	uint64		rows;
 	UsageMeasure m;
+	int			frame;
 
 	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
@@ -559,6 +681,9 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
+	frame = saved_queryId != UINT64CONST(0) ?
+		pgss_ng_stmt_begin(saved_queryId, exec_nested_level == 0, queryString,
+						   saved_stmt_location, saved_stmt_len, 0) : -1;
 	usage_start(&m);
 
 	exec_nested_level++;
@@ -567,12 +692,19 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 							params, queryEnv, dest, qc);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		exec_nested_level--;
 		pstmt->queryId = UINT64CONST(0);
+		if (frame >= 0)
+			pgss_ng_stmt_failed(frame);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	exec_nested_level--;
+	pstmt->queryId = UINT64CONST(0);
+	if (frame >= 0)
+		pgss_ng_stmt_end(frame);
 
 	usage_stop(&m);
 

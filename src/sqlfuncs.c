@@ -12,7 +12,8 @@
  * These functions only turn what the statement kind (stmt_kind.h) gives
  * them into tuples: a snapshot of the entries, the info counters; the
  * reset is the statement kind's.  Columns of the counters that add up
- * follow PGSS_NG_SUM_COUNTERS.
+ * follow PGSS_NG_SUM_COUNTERS, and pgss_ng's own (PGSS_NG_OWN_COUNTERS)
+ * come after every pg_stat_statements column.
  *
  * Locking: none taken here.  The snapshot takes each partition lock and
  * each entry lock shared just long enough to copy the entry; tuples are
@@ -39,7 +40,8 @@ PG_FUNCTION_INFO_V1(pgss_ng_info);
 
 /* number of output columns of pgss_ng() */
 #define PGSS_NG_COLS \
-	(5 + 6 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + 2)
+	(5 + 6 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + 2 + \
+	 PGSS_NG_NUM_OWN_COUNTERS + 1)
 
 /*
  * check_loaded
@@ -144,16 +146,23 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 
 /*
  * pgss_ng
- *		SETOF record: one row per entry with calls or plans > 0, columns as
- *		PostgreSQL 15's pg_stat_statements plus stats_since and
- *		minmax_stats_since.  The caller's own pending counters are flushed
- *		first, so a session always sees its own finished statements.
+ *		pgss_ng(showtext, changed_since): SETOF record, one row per entry
+ *		with calls, plans or errors > 0; with changed_since not NULL, only
+ *		the entries changed (created or updated by a flush, a min/max reset
+ *		or a restore) at or after it.  Columns as PostgreSQL 15's
+ *		pg_stat_statements plus stats_since and minmax_stats_since, then
+ *		pgss_ng's own: errors, error_exec_time, last_executed (NULL when
+ *		no execution was recorded).  The caller's own pending counters are
+ *		flushed first, so a session always sees its own finished
+ *		statements.  Not strict (changed_since defaults to NULL): a NULL
+ *		showtext returns no rows, as a strict function would.
  *		Errors: library not preloaded.
  */
 Datum
 pgss_ng(PG_FUNCTION_ARGS)
 {
-	bool		showtext = PG_GETARG_BOOL(0);
+	bool		showtext;
+	TimestampTz changed_since = DT_NOBEGIN;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			userid = GetUserId();
 	bool		is_allowed_role;
@@ -165,8 +174,13 @@ pgss_ng(PG_FUNCTION_ARGS)
 	is_allowed_role = has_privs_of_role(userid, ROLE_PG_READ_ALL_STATS);
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(0))
+		return (Datum) 0;
+	showtext = PG_GETARG_BOOL(0);
+	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
+		changed_since = PG_GETARG_TIMESTAMPTZ(1);
 
-	entries = pgss_ng_stmt_snapshot(showtext, &nentries);
+	entries = pgss_ng_stmt_snapshot(showtext, changed_since, &nentries);
 
 	for (n = 0; n < nentries; n++)
 	{
@@ -192,10 +206,17 @@ pgss_ng(PG_FUNCTION_ARGS)
 		else \
 			nulls[i++] = true;
 		PGSS_NG_SUM_COUNTERS(PUT_SUM)
-#undef PUT_SUM
 
 		values[i++] = TimestampTzGetDatum(es->stats_since);
 		values[i++] = TimestampTzGetDatum(es->minmax_stats_since);
+
+		/* pgss_ng's own columns, after all of pg_stat_statements' */
+		PGSS_NG_OWN_COUNTERS(PUT_SUM)
+		if (es->last_executed != 0)
+			values[i++] = TimestampTzGetDatum(es->last_executed);
+		else
+			nulls[i++] = true;
+#undef PUT_SUM
 
 		Assert(i == PGSS_NG_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

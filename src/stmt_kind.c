@@ -73,10 +73,11 @@ static int	stmt_max = 5000;
  */
 typedef struct StmtInitArg
 {
-	const char *text;			/* normalized text, or the source string */
+	const char *text;			/* text to store, or the source string */
 	int			location;		/* statement's offset in it (source only) */
 	int			len;			/* statement's length in bytes */
-	bool		normalized;		/* text is a normalized text */
+	bool		normalized;		/* text is stored as it is (a normalized
+								 * text, or one cut already) */
 } StmtInitArg;
 
 
@@ -221,6 +222,8 @@ pgss_ng_stmt_attach(void)
 	}
 	if (!pgss_ng_kind_attach(pgss_ng_stmt_kind))
 		return false;
+	/* after the layer's exit callback: runs before it */
+	pgss_ng_stmt_errors_attached();
 	if (!stmt_counted_attached && !am_walsender)
 	{
 		pg_atomic_fetch_add_u32(&pgss_ng_info_shared->nattached, 1);
@@ -241,11 +244,12 @@ pgss_ng_stmt_attached(void)
 }
 
 /*
- * count_dropped
- *		Count n plannings/executions that could not be recorded.
+ * pgss_ng_stmt_count_dropped
+ *		Count n plannings/executions (or failed executions) that could not
+ *		be recorded.  Takes the info spinlock.
  */
-static void
-count_dropped(int64 n)
+void
+pgss_ng_stmt_count_dropped(int64 n)
 {
 	SpinLockAcquire(&pgss_ng_info_shared->mutex);
 	pgss_ng_info_shared->dropped += n;
@@ -279,6 +283,8 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 	sh->encoding = GetDatabaseEncoding();
 	sh->stats_since = now;
 	sh->minmax_stats_since = now;
+	sh->last_executed = 0;
+	sh->changed_at = now;
 	return DsaPointerIsValid(sh->qtext);
 }
 
@@ -348,6 +354,7 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 
 #define MERGE_SUM(name, ctype, sqltype, measured) dst->name += src->name;
 	PGSS_NG_SUM_COUNTERS(MERGE_SUM)
+	PGSS_NG_OWN_COUNTERS(MERGE_SUM)
 #undef MERGE_SUM
 }
 
@@ -362,8 +369,11 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
  * less the one its creation already counted when these are the entry's
  * first (as pg_stat_statements "unsticks" an entry), so that every
  * statement run once has the same value however its entry was made.
- * Pending counts that began before the entry's last min/max reset do not
- * set its min/max.
+ * Failed executions count as uses too.  Pending counts that began before
+ * the entry's last min/max reset do not set its min/max.  The entry is
+ * stamped as changed (stmt_stamp_changed, clock read under the lock), and
+ * last_executed set to that time when executions (successful or failed)
+ * are merged.
  */
 static bool
 stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
@@ -378,8 +388,8 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	if (!pgss_ng_kind_lock_entry(ref, nowait))
 		return false;
 
-	first = total_calls(&sh->counters) == 0;
-	uses = (double) total_calls(c);
+	first = total_calls(&sh->counters) == 0 && sh->counters.errors == 0;
+	uses = (double) (total_calls(c) + c->errors);
 
 	/*
 	 * Counts begun before a min/max reset hold a call that ended before it
@@ -392,6 +402,9 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	pgss_ng_stmt_merge(sh, c, minmax);
 	if (first && uses > 0)
 		uses -= 1;
+	stmt_stamp_changed(sh);
+	if (c->calls[PGSS_NG_EXEC] > 0 || c->errors > 0)
+		sh->last_executed = sh->changed_at;
 
 	pgss_ng_kind_unlock_entry(ref, uses);
 	return true;
@@ -400,12 +413,15 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 /*
  * stmt_discard_pending
  *		Discard callback: the entry was evicted while this backend held
- *		counts for it; count its plannings and executions as dropped.
+ *		counts for it; count its plannings and executions, failed ones
+ *		included, as dropped.
  */
 static void
 stmt_discard_pending(PgssNgEntryRef *ref)
 {
-	count_dropped(total_calls((const PgssNgCounters *) ref->pending));
+	const PgssNgCounters *c = (const PgssNgCounters *) ref->pending;
+
+	pgss_ng_stmt_count_dropped(total_calls(c) + c->errors);
 }
 
 /*
@@ -479,6 +495,31 @@ count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
 	}
 }
 
+/*
+ * pgss_ng_stmt_pending
+ *		This backend's pending counters for key, making the shared entry if
+ *		needed with the statement's text: text is the source string and
+ *		(location, len) the statement in it, or, with cleaned, the text to
+ *		store as it is (len bytes).  NULL when the entry could not be made
+ *		(backstop, out of shared memory): the caller counts what it wanted
+ *		to record as dropped.  Errors: those of pgss_ng_kind_get_pending();
+ *		call under pgss_ng_kind_guard().  Caller attached.
+ */
+PgssNgCounters *
+pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *text,
+					 int location, int len, bool cleaned)
+{
+	StmtInitArg ia;
+	PgssNgEntryRef *ref;
+
+	ia.text = text;
+	ia.location = location;
+	ia.len = len;
+	ia.normalized = cleaned;
+	ref = pgss_ng_kind_get_pending(pgss_ng_stmt_kind, key, stmt_init, &ia);
+	return ref ? (PgssNgCounters *) ref->pending : NULL;
+}
+
 /* What pgss_ng_store() records, for store_internal under the guard. */
 typedef struct StoreArgs
 {
@@ -520,7 +561,7 @@ store_internal(void *arg)
 	PgssNgKind *sk = pgss_ng_stmt_kind;
 	PgssNgStmtKey key;
 	StmtInitArg ia;
-	PgssNgEntryRef *ref;
+	PgssNgCounters *c;
 	char	   *norm_query = NULL;
 
 	if (!pgss_ng_stmt_attach())
@@ -549,19 +590,14 @@ store_internal(void *arg)
 		return;
 	}
 
-	ia.text = query;
-	ia.location = query_location;
-	ia.len = query_len;
-	ia.normalized = false;
-
-	ref = pgss_ng_kind_get_pending(sk, &key, stmt_init, &ia);
-	if (ref == NULL)
+	c = pgss_ng_stmt_pending(&key, query, query_location, query_len, false);
+	if (c == NULL)
 	{
-		count_dropped(1);
+		pgss_ng_stmt_count_dropped(1);
 		return;
 	}
-	count_one((PgssNgCounters *) ref->pending, sa->phase, sa->total_time,
-			  sa->rows, sa->bufusage, sa->walusage, sa->jitusage);
+	count_one(c, sa->phase, sa->total_time, sa->rows, sa->bufusage,
+			  sa->walusage, sa->jitusage);
 }
 
 /*
@@ -592,7 +628,7 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
 							store_internal, &sa) &&
 		jstate == NULL)
-		count_dropped(1);
+		pgss_ng_stmt_count_dropped(1);
 }
 
 /*
@@ -613,8 +649,10 @@ flush_internal(void *arg)
 
 /*
  * pgss_ng_flush
- *		Flush this backend's pending statement counters (see
- *		pgss_ng_kind_flush), then evict if live entries exceed max.  Called
+ *		Merge the failed executions noted since the last flush into the
+ *		pending counters (pgss_ng_stmt_merge_errors), flush this backend's
+ *		pending statement counters (see pgss_ng_kind_flush), then evict if
+ *		live entries exceed max.  Called
  *		at the end of each top-level statement (force false); the SQL
  *		functions flush through pgss_ng_stmt_snapshot() and
  *		pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
@@ -624,6 +662,7 @@ flush_internal(void *arg)
 void
 pgss_ng_flush(bool force)
 {
+	pgss_ng_stmt_merge_errors();
 	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 		return;
 

@@ -8,12 +8,14 @@
  *	  the saved record); the others see a snapshot or call a function.
  *
  * Adding a counter
- *	  One line in PGSS_NG_SUM_COUNTERS below gives it a field in
+ *	  One line in PGSS_NG_SUM_COUNTERS below (a pg_stat_statements column)
+ *	  or PGSS_NG_OWN_COUNTERS (a column of pgss_ng only) gives it a field in
  *	  PgssNgCounters, its merge (a sum), its place in the saved record and
- *	  its output column (in list order, after the exec time group); then
- *	  fill it in count_one() (stmt_kind.c), add the column to the install
- *	  script, and bump PGSS_NG_FILE_VERSION (persist.c): the saved record
- *	  changed.
+ *	  its output column (in list order: the first list after the exec time
+ *	  group, the second at the end of the view); then fill it in
+ *	  count_one() (stmt_kind.c) or where it is counted, add the column to
+ *	  the install script, and bump PGSS_NG_FILE_VERSION (persist.c): the
+ *	  saved record changed.
  *
  * Locking: the statement kind's shared data is protected by the entry lock
  * of the kind layer (see kind.h); the info counters by a spinlock of
@@ -85,11 +87,23 @@ typedef struct PgssNgStmtKey
 	X(jit_emission_count, int64, INT8, true) \
 	X(jit_emission_time, double, FLOAT8, true)
 
+/*
+ * The counters that add up and that pg_stat_statements does not have,
+ * output after all of its columns (same X arguments):
+ *	  errors: executions that ended in an ERROR (or a FATAL), counted by
+ *		stmt_errors.c; error_exec_time: ms they ran until then.
+ */
+#define PGSS_NG_OWN_COUNTERS(X) \
+	X(errors, int64, INT8, true) \
+	X(error_exec_time, double, FLOAT8, true)
+
 #define PGSS_NG_COUNTER_FIELD(name, ctype, sqltype, measured) ctype name;
 #define PGSS_NG_COUNTER_ONE(name, ctype, sqltype, measured) + 1
 
 /* number of counters in PGSS_NG_SUM_COUNTERS */
 #define PGSS_NG_NUM_SUM_COUNTERS (0 PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_ONE))
+/* number of counters in PGSS_NG_OWN_COUNTERS */
+#define PGSS_NG_NUM_OWN_COUNTERS (0 PGSS_NG_OWN_COUNTERS(PGSS_NG_COUNTER_ONE))
 
 /*
  * Counters of one statement, both in shared entries and in pending data:
@@ -105,6 +119,7 @@ typedef struct PgssNgCounters
 	double		mean_time[PGSS_NG_NUMPHASE];
 	double		sum_var_time[PGSS_NG_NUMPHASE]; /* sum of squared deviations */
 	PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_FIELD)
+	PGSS_NG_OWN_COUNTERS(PGSS_NG_COUNTER_FIELD)
 } PgssNgCounters;
 
 /* The time group of one phase as a reader sees it (ms). */
@@ -126,6 +141,7 @@ typedef struct PgssNgStmtSnapshot
 	PgssNgCounters counters;	/* the sums; times are in times[] */
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
+	TimestampTz last_executed;	/* flush of the last execution, 0: none */
 	int			encoding;		/* the text's encoding */
 	char	   *text;			/* palloc'd copy, or NULL */
 	int			textlen;		/* its length in bytes */
@@ -175,8 +191,17 @@ extern void pgss_ng_store(const char *query, uint64 queryid,
 						  JumbleState *jstate);
 extern void pgss_ng_flush(bool force);
 
+/* failed executions (stmt_errors.c), from the hooks */
+extern int	pgss_ng_stmt_begin(uint64 queryid, bool toplevel,
+							   const char *query, int query_location,
+							   int query_len, double prior_ms);
+extern void pgss_ng_stmt_end(int frame);
+extern void pgss_ng_stmt_failed(int frame);
+
 /* the SQL functions */
-extern PgssNgStmtSnapshot *pgss_ng_stmt_snapshot(bool want_text, int *n);
+extern PgssNgStmtSnapshot *pgss_ng_stmt_snapshot(bool want_text,
+												 TimestampTz changed_since,
+												 int *n);
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 									  bool minmax_only);
 extern void pgss_ng_stmt_info(PgssNgStmtInfo *out);

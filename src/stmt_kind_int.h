@@ -16,6 +16,7 @@
 
 #include "port/atomics.h"
 #include "storage/spin.h"
+#include "utils/timestamp.h"
 
 #include "stmt_kind.h"
 
@@ -29,6 +30,8 @@ typedef struct PgssNgStmtShared
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
+	TimestampTz last_executed;	/* flush of the last execution, 0: none */
+	TimestampTz changed_at;		/* last change (see the file header) */
 } PgssNgStmtShared;
 
 /* Extension-wide counters shown by pgss_ng_info, in main shared memory. */
@@ -53,6 +56,24 @@ total_calls(const PgssNgCounters *c)
 	return c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC];
 }
 
+/*
+ * stmt_stamp_changed
+ *		Mark the entry as changed now.  Call with its entry lock held
+ *		exclusively: the clock is read here, under the lock.  Never moves
+ *		changed_at backwards (a system clock stepped back).
+ */
+static inline void
+stmt_stamp_changed(PgssNgStmtShared *sh)
+{
+	sh->changed_at = Max(sh->changed_at, GetCurrentTimestamp());
+}
+
+extern void pgss_ng_stmt_count_dropped(int64 n);
+extern PgssNgCounters *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
+											const char *text, int location,
+											int len, bool cleaned);
+extern void pgss_ng_stmt_merge_errors(void);
+extern void pgss_ng_stmt_errors_attached(void);
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
 							   const PgssNgCounters *src,
 							   const bool *src_minmax);

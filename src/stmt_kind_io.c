@@ -29,8 +29,9 @@
 /*
  * snapshot_visit
  *		Copy one entry (and its text) into the snapshot array, unless a
- *		reader may not see it yet: an entry with neither calls nor plans was
- *		only made at parse analysis.  Runs with the entry lock and its
+ *		reader may not see it yet (an entry with neither calls, plans nor
+ *		errors was only made at parse analysis) or it has not changed since
+ *		changed_since (changed_at earlier).  Runs with the entry lock and its
  *		partition lock held shared; palloc may raise an out-of-memory ERROR,
  *		which aborts the reader's transaction and releases the locks.
  *		Memory: the caller's context.
@@ -41,6 +42,7 @@ typedef struct SnapshotState
 	int			n;
 	int			size;
 	bool		want_text;
+	TimestampTz changed_since;	/* DT_NOBEGIN: everything */
 } SnapshotState;
 
 static void
@@ -51,7 +53,9 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	PgssNgStmtSnapshot *es;
 
-	if (total_calls(&sh->counters) == 0)
+	if (total_calls(&sh->counters) == 0 && sh->counters.errors == 0)
+		return;
+	if (sh->changed_at < st->changed_since)
 		return;
 	if (st->n == st->size)
 	{
@@ -65,6 +69,7 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->encoding = sh->encoding;
 	es->stats_since = sh->stats_since;
 	es->minmax_stats_since = sh->minmax_stats_since;
+	es->last_executed = sh->last_executed;
 	es->text = NULL;
 	es->textlen = 0;
 	if (st->want_text)
@@ -93,29 +98,36 @@ time_stats(const PgssNgCounters *c, PgssNgPhase phase, PgssNgTimeStats *out)
 
 /*
  * pgss_ng_stmt_snapshot
- *		Copy every entry a reader may see (with its text if want_text) into
- *		a palloc'd array of *n elements.  This backend's pending counters
- *		are flushed first (waiting for locks), so a session always sees its
- *		own finished statements.  Locks: the kind layer's foreach (each
- *		partition and entry lock shared, one at a time).  Memory:
- *		CurrentMemoryContext.  Errors: out of memory.
+ *		Copy every entry a reader may see (with its text if want_text) and
+ *		that changed at or after changed_since (DT_NOBEGIN: all of them)
+ *		into a palloc'd array of *n elements.  This backend's noted
+ *		failures are merged and its pending counters flushed first
+ *		(waiting for locks), so a session always sees its own finished
+ *		statements.  Locks: the kind layer's foreach (each partition and
+ *		entry lock shared, one at a time).  Memory: CurrentMemoryContext.
+ *		Errors: out of memory.
  */
 PgssNgStmtSnapshot *
-pgss_ng_stmt_snapshot(bool want_text, int *n)
+pgss_ng_stmt_snapshot(bool want_text, TimestampTz changed_since, int *n)
 {
 	SnapshotState st;
 	PgssNgKindCounters kc;
 	int			i;
 
+	pgss_ng_stmt_merge_errors();
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 
-	/* room for every live entry, so the array is not copied as it grows */
+	/*
+	 * Room for every live entry, so the array is not copied as it grows;
+	 * an incremental read starts small.
+	 */
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &kc);
-	st.size = (int) kc.entries + 64;
+	st.size = changed_since == DT_NOBEGIN ? (int) kc.entries + 64 : 64;
 	st.n = 0;
 	st.entries = palloc_extended(sizeof(PgssNgStmtSnapshot) * st.size,
 								 MCXT_ALLOC_HUGE);
 	st.want_text = want_text;
+	st.changed_since = changed_since;
 	pgss_ng_kind_foreach(pgss_ng_stmt_kind, snapshot_visit, &st);
 
 	for (i = 0; i < st.n; i++)
@@ -158,6 +170,7 @@ reset_match(const void *key, void *arg)
  *		Update callback: restart the min/max of plan and exec times; entry
  *		lock held exclusively.  The next flushed call sets them again; a
  *		pending entry made before now brings no min/max (stmt_flush_pending).
+ *		The entry changed (stmt_stamp_changed).
  */
 static void
 reset_minmax(void *shared_data, void *arg)
@@ -174,6 +187,7 @@ reset_minmax(void *shared_data, void *arg)
 	}
 	sh->minmax_stats_since = f->now;
 	sh->minmax_reset_at = f->now;
+	stmt_stamp_changed(sh);
 }
 
 /*
@@ -198,7 +212,8 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 	f.queryid = queryid;
 	f.now = GetCurrentTimestamp();
 
-	/* our own pending counts predate the reset */
+	/* our own pending counts (and noted failures) predate the reset */
+	pgss_ng_stmt_merge_errors();
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 
 	if (minmax_only)
@@ -303,6 +318,7 @@ typedef struct StmtRecord
 	int32		qlen;
 	TimestampTz stats_since;
 	TimestampTz minmax_stats_since;
+	TimestampTz last_executed;	/* 0: none */
 	double		usage;			/* eviction value when saved */
 } StmtRecord;
 
@@ -336,6 +352,7 @@ pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
 	rec.qlen = text ? qlen : -1;
 	rec.stats_since = sh->stats_since;
 	rec.minmax_stats_since = sh->minmax_stats_since;
+	rec.last_executed = sh->last_executed;
 	rec.usage = pgss_ng_kind_usage(shared_data);
 
 	appendBinaryStringInfo(buf, (const char *) &rec, sizeof(rec));
@@ -349,7 +366,9 @@ pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
 /*
  * stmt_restore_init
  *		Init callback of a restored entry: counters, timestamps and text as
- *		saved.  Runs under the kind's alloc lock; never raises an ERROR.
+ *		saved; changed now (stamped again once published: see
+ *		pgss_ng_stmt_from_serialized).  Runs under the kind's alloc lock;
+ *		never raises an ERROR.
  */
 static bool
 stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
@@ -362,6 +381,8 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 	sh->encoding = ra->rec->encoding;
 	sh->stats_since = ra->rec->stats_since;
 	sh->minmax_stats_since = ra->rec->minmax_stats_since;
+	sh->last_executed = ra->rec->last_executed;
+	sh->changed_at = GetCurrentTimestamp();
 	sh->qtext = ra->text ?
 		pgss_ng_qtext_store(pgss_ng_kind_area(kind), ra->text, ra->rec->qlen) :
 		InvalidDsaPointer;
@@ -372,7 +393,8 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
  * stmt_merge_saved
  *		Update callback: merge a saved record's counters into an entry that
  *		a backend made after the start but before the record was read; the
- *		older stats_since wins.  Entry lock held exclusively.
+ *		older stats_since and the later last_executed win; the entry
+ *		changed.  Entry lock held exclusively.
  */
 static void
 stmt_merge_saved(void *shared_data, void *arg)
@@ -384,6 +406,20 @@ stmt_merge_saved(void *shared_data, void *arg)
 	sh->stats_since = Min(sh->stats_since, rec->stats_since);
 	sh->minmax_stats_since = Min(sh->minmax_stats_since,
 								 rec->minmax_stats_since);
+	sh->last_executed = Max(sh->last_executed, rec->last_executed);
+	stmt_stamp_changed(sh);
+}
+
+/*
+ * stmt_restored_changed
+ *		Update callback: stamp a restored entry as changed, now that it is
+ *		published (so that a read that missed it sees it changed after its
+ *		start).  Entry lock held exclusively.
+ */
+static void
+stmt_restored_changed(void *shared_data, void *arg)
+{
+	stmt_stamp_changed((PgssNgStmtShared *) shared_data);
 }
 
 /*
@@ -415,6 +451,8 @@ pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
 	{
 		case PGSS_NG_CREATED:
 			*restored = true;
+			(void) pgss_ng_kind_update(kind, &rec.key, stmt_restored_changed,
+									   NULL);
 			break;
 		case PGSS_NG_EXISTS:
 			/* a backend was faster: add the saved counts to its entry */
