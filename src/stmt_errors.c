@@ -20,11 +20,13 @@
  * and copies the statement's text with a no-OOM allocation (the text is
  * needed should the entry have to be made; NULL if the copy fails).  The
  * notes become pending counts in pgss_ng_stmt_merge_errors(), where that
- * is safe: at every pgss_ng_flush() (the end of each top-level
- * statement, tracked or not), before a view read or reset of this
- * backend, and at exit (a before_shmem_exit callback that runs before the
- * kind layer's exit flush).  A note that finds no room, or whose entry
- * cannot be made, counts in dropped.
+ * is safe: when the next tracked call opens its frame (so a session whose
+ * statements all fail, or a loop catching errors, does not fill the
+ * notes), at every pgss_ng_flush() (the end of each top-level statement,
+ * tracked or not), before a view read or reset of this backend, and at
+ * exit (a before_shmem_exit callback that runs before the kind layer's
+ * exit flush).  A note that finds no room, or whose entry cannot be
+ * made, counts in dropped.
  *
  * Owns: the frame stack and the notes (backend-local, static).
  *
@@ -104,12 +106,14 @@ attach_internal(void *arg)
  *		Open a frame for a tracked call of a statement (queryid non-zero):
  *		the source string and the statement's place in it, the run time
  *		it had before this call (ms).  Returns the frame's number, for
- *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().
+ *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().  Called on the
+ *		hooks' normal path only, never while an ERROR is in flight.
  *
  * The first call in a backend attaches it (under pgss_ng_kind_guard, so
  * no ERROR escapes), so that the exit callback is there should a FATAL
- * end its very first statement.  After that it takes no lock and raises
- * nothing.
+ * end its very first statement.  Failures noted since the last merge are
+ * merged first (pgss_ng_stmt_merge_errors: guarded, may take the locks of
+ * a store); otherwise it takes no lock and raises nothing.
  */
 int
 pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
@@ -120,6 +124,8 @@ pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
 	if (unlikely(!exit_registered))
 		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "attach",
 								  attach_internal, NULL);
+	if (unlikely(nnotes > 0 || notes_lost > 0))
+		pgss_ng_stmt_merge_errors();
 	frame = nframes++;
 
 	if (frame < PGSS_NG_MAX_FRAMES)

@@ -12,8 +12,10 @@
 # Once every client backend is gone, both views are read (from a session
 # that neither extension tracks) and must hold exactly the same keys (userid,
 # dbid, queryid, toplevel) with the same calls, plans, rows, block, WAL
-# counters and query text.  Some keys are also checked for the exact counts
-# the workload caused.
+# counters and query text (pgss_ng's entries whose executions all failed
+# left aside: pg_stat_statements has no trace of them).  Some keys are
+# also checked for the exact counts the workload caused, failures
+# (pgss_ng's errors column) included.
 #
 # The scenario runs on three servers: track = top (planning off); track =
 # all with track_planning = on; track = top with track_utility = off and
@@ -255,24 +257,26 @@ my @cols = qw(calls plans rows
 
 # Read one view with a single statement; returns { "userid/dbid/queryid/tl"
 # => { col => value, ..., query => text } }.  Runs in a session that neither
-# extension tracks, so reading does not add entries.
+# extension tracks, so reading does not add entries.  $where filters the
+# rows; @extra are more columns (read, not compared).
 sub read_view
 {
-	my ($node, $view) = @_;
+	my ($node, $view, $where, @extra) = @_;
+	my @c = (@cols, @extra);
 	my $sql =
 	    "SELECT userid, dbid, queryid, toplevel, "
-	  . join(', ', @cols)
-	  . ", encode(convert_to(query, 'UTF8'), 'hex') FROM $view";
+	  . join(', ', @c)
+	  . ", encode(convert_to(query, 'UTF8'), 'hex') FROM $view $where";
 	my $out = $node->safe_psql('postgres', $sql);
 	my %h;
 	for my $line (split /\n/, $out)
 	{
 		my @f = split /\|/, $line, -1;
-		die "unexpected line from $view: $line" unless @f == 5 + @cols;
+		die "unexpected line from $view: $line" unless @f == 5 + @c;
 		my $key = join('/', @f[ 0 .. 3 ]);
 		die "duplicate key $key in $view" if exists $h{$key};
 		my %row;
-		@row{@cols} = @f[ 4 .. 3 + @cols ];
+		@row{@c} = @f[ 4 .. 3 + @c ];
 		$row{query} = pack('H*', $f[-1]);
 		$h{$key} = \%row;
 	}
@@ -441,8 +445,12 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 			  . "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"),
 		"$name: all client backends are gone");
 
-	my $ref = read_view($node, 'pg_stat_statements');
-	my $ng  = read_view($node, 'pgss_ng');
+	# Entries whose executions all failed (no plan, no call) are pgss_ng's
+	# own: pg_stat_statements has no trace of them.  Their failures are
+	# checked below, in $ng_all.
+	my $ref = read_view($node, 'pg_stat_statements', '');
+	my $ng  = read_view($node, 'pgss_ng', 'WHERE plans + calls > 0');
+	my $ng_all = read_view($node, 'pgss_ng', '', 'errors');
 
 	# Every difference, key by key.
 	my @diffs;
@@ -671,6 +679,21 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 		my ($u, $d, $tl, $text, $col, $want) = @$e;
 		is(value_of($ng, $u, $d, $tl, $text, $col), $want,
 			"$name: $col of [" . show_text($text) . "] (toplevel $tl)");
+	}
+
+	# Failures of the psql sessions (two of alice's in postgres): each
+	# statement that failed once per session has 2 errors; one that fails
+	# every time has no call.
+	for my $e (
+		[ 'SELECT $1 / (x - x) FROM small WHERE id = $2', 'errors', 2 ],
+		[ 'SELECT $1 / (x - x) FROM small WHERE id = $2', 'calls',  0 ],
+		[ 'INSERT INTO uniq SELECT $1',                   'errors', 2 ],
+		[ 'INSERT INTO uniq (k) VALUES ($1)',             'errors', 2 ],
+		[ 'INSERT INTO uniq (k) VALUES ($1)',             'calls',  2 ])
+	{
+		my ($text, $col, $want) = @$e;
+		is(value_of($ng_all, $A, $P, 't', $text, $col), $want,
+			"$name: $col of [" . show_text($text) . "] (failures)");
 	}
 
 	$node->stop;

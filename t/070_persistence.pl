@@ -2,7 +2,8 @@
 #
 # - A clean restart, fast and smart, keeps every row of pgss_ng exactly
 #   (all columns, compared as psql renders them: counters, times, min/max,
-#   stddev, texts, stats_since, minmax_stats_since) and pgss_ng_info
+#   stddev, texts, stats_since, minmax_stats_since, errors,
+#   error_exec_time, last_executed) and pgss_ng_info
 #   (dealloc, stats_reset, entries, dropped, ...); counting then goes on
 #   from the restored values.
 # - Statements of sessions still connected when a fast shutdown starts
@@ -156,6 +157,10 @@ VACUUM ANALYZE t;
 $node->safe_psql('other', 'SELECT current_user, 1 + 1; SELECT current_user, 2 + 2;',
 	extra_params => [ '-U', 'alice' ]);
 $node->safe_psql('postgres', 'SELECT a FROM t WHERE a = 42', extra_params => [ '-U', 'alice' ]);
+# Failed executions: errors, error_exec_time and last_executed are saved
+# too (the rows are compared whole).
+$node->psql('postgres', 'SELECT 1 / (a - a) FROM t WHERE a = 1');
+$node->psql('postgres', 'SELECT 1 / (a - a) FROM t WHERE a = 2');
 
 # Restart the min/max of the UPDATE, then run it once more: its
 # minmax_stats_since differs from its stats_since and its min/max are set.
@@ -192,6 +197,11 @@ is( quiet_psql(
 is(calls_of("SELECT count(*) AS long_text FROM t WHERE a > \$1 /* $long */"), '1/1',
 	'the long text is stored whole');
 is(calls_of('SELECT $1 AS "héllo wörld ü"'), '1/1', 'the multibyte text is there');
+is( quiet_psql(
+		"SELECT calls || ' ' || errors || ' ' || (error_exec_time > 0) || ' ' || "
+		  . "(last_executed IS NOT NULL) FROM pgss_ng "
+		  . "WHERE query = 'SELECT \$1 / (a - a) FROM t WHERE a = \$2'"),
+	'0 2 true true', 'the failing statement: 2 errors, a last execution');
 
 ############################################################################
 # Fast restart.
@@ -296,7 +306,7 @@ $s3->query_safe('SELECT nested3(7)');
 
 # s4: in the middle of a DO block whose 11 nested statements have run and
 # are pending until the block ends (it never does: it sleeps until the
-# shutdown terminates it).
+# shutdown terminates it: a failed execution, noted at exit).
 my $s4 = $node->background_psql('postgres', on_error_stop => 0);
 $s4->{stdin} .= q{DO $$ BEGIN
   FOR i IN 1..11 LOOP PERFORM count(*) FROM s4t WHERE a IS NOT NULL; END LOOP;
@@ -332,8 +342,8 @@ is(calls_of('s := s + (SELECT count(*) FROM s3t WHERE a IS NOT NULL)', 'false'),
 	'idle in transaction after a function: its 7 nested calls survive');
 is(calls_of('SELECT count(*) FROM s4t WHERE a IS NOT NULL', 'false'), '11/1',
 	'terminated in the middle of a DO block: its 11 pending nested calls survive');
-is(quiet_psql("SELECT count(*) FROM pgss_ng WHERE query LIKE 'DO %'"), '0',
-	'the terminated DO block itself is not counted');
+is(quiet_psql("SELECT calls || ' ' || errors FROM pgss_ng WHERE query LIKE 'DO %'"),
+	'0 1', 'the terminated DO block itself: no call, one error (noted at exit)');
 is(calls_of('SELECT count(*) FROM t WHERE a < $1'), '4/1',
 	'entries restored at the previous start are saved again');
 

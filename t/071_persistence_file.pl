@@ -1,9 +1,10 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 1, the server's major, and a
+# - Its header: magic "PGNG", format version 2, the server's major, and a
 #   trailing CRC-32C of everything before it (checked here independently).
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, wrong format version, wrong PostgreSQL major, empty, shorter
+#   magic, an older format version (1: before errors and last_executed),
+#   wrong PostgreSQL major, empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
 #   that only the record is wrong), trailing bytes (CRC recomputed).  For
 #   each, a start gives exactly one WARNING naming the file and the reason,
@@ -122,7 +123,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen) = unpack('L4', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 1, 'header: format version 1');
+is($version, 2, 'header: format version 2');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 16 + $infolen, 4));
@@ -156,9 +157,9 @@ my @variants = (
 	],
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
-		'wrong format version',
-		substr($good, 0, 4) . pack('L', 2) . substr($good, 8),
-		qr/^format version 2, expected 1$/
+		'older format version',
+		substr($good, 0, 4) . pack('L', 1) . substr($good, 8),
+		qr/^format version 1, expected 2$/
 	],
 	[
 		'wrong PostgreSQL major',

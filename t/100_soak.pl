@@ -22,6 +22,9 @@
 #     returns false.  That warning, for the PID just picked, with that
 #     result, and that PID gone from pg_stat_activity afterwards, is the
 #     only message the terminator may get.
+#   - a failer (role failer, its ERRORs kept out of the server log): one
+#     psql session that runs a statement failing with division by zero
+#     100 times at the start of the load.
 #
 # Asserts: the server never restarted nor crash-restarted (postmaster.pid
 # unchanged; pgss_ng_info.stats_reset unchanged, as there is no full reset;
@@ -29,9 +32,11 @@
 # or pgss_ng error line in the server log); no client saw an ERROR other
 # than the churn clients' termination by the terminator; in every sample,
 # entries_allocated <= max + min(max, 20000) = 400, qtext_bytes <=
-# qtext_limit_bytes, no visible row without a planning or execution and no
-# row without its text (the arena is far from full); after the load, once
-# every client backend has exited: each hot statement is there exactly once,
+# qtext_limit_bytes, no visible row without a planning, execution or
+# failure and no row without its text (the arena is far from full); after
+# the load, once every client backend has exited: the failer's statement
+# has exactly its 100 failures (errors) and no call; each hot statement is
+# there exactly once,
 # created before the load (never evicted nor reset), with calls and rows
 # exactly equal to its executions; every dropped body was freed
 # (entries_allocated = entries); entries were evicted; after one more
@@ -86,6 +91,8 @@ $node->safe_psql(
 CREATE EXTENSION pgss_ng;
 CREATE ROLE hot LOGIN;
 CREATE ROLE churner LOGIN;
+CREATE ROLE failer LOGIN;
+ALTER ROLE failer SET log_min_messages = fatal;
 CREATE TABLE hot_t (id int PRIMARY KEY, v bigint NOT NULL DEFAULT 0);
 INSERT INTO hot_t (id) SELECT generate_series(1, 100);
 CREATE TABLE hot_u (id int PRIMARY KEY, v bigint NOT NULL DEFAULT 0);
@@ -101,6 +108,9 @@ GRANT SELECT ON w TO churner;
 my $churner_oid =
   $node->safe_psql('postgres', q{SELECT 'churner'::regrole::oid});
 my $hot_oid = $node->safe_psql('postgres', q{SELECT 'hot'::regrole::oid});
+my $failer_oid =
+  $node->safe_psql('postgres', q{SELECT 'failer'::regrole::oid});
+my $nfail = 100;
 
 my $stats_reset =
   $node->safe_psql('postgres', 'SELECT stats_reset FROM pgss_ng_info');
@@ -178,6 +188,20 @@ my $hot_since_sql = qq{
 	SELECT queryid, stats_since FROM pgss_ng WHERE userid = $hot_oid
 	ORDER BY queryid};
 my $hot_since = $node->safe_psql('postgres', $hot_since_sql);
+
+# ------------------------------------------------------------ failer
+# 100 failures in a row: its entry's value for eviction (one use per
+# failure) keeps it far above the churn's, like the hot statements.
+PostgreSQL::Test::Utils::append_to_file("$tmp/fail.sql",
+	"SELECT 1 / 0 AS soak_fail;\n" x $nfail);
+my ($fail_out, $fail_err) = ('', '');
+my $failer = IPC::Run::start(
+	[
+		$psql, '-X', '-q', '-v', 'ON_ERROR_STOP=0', '-f', "$tmp/fail.sql",
+		'-d', $node->connstr('postgres') . ' user=failer'
+	],
+	'<', \undef, '>', \$fail_out, '2>', \$fail_err,
+	IPC::Run::timeout($hard_timeout));
 
 # ------------------------------------------------------------ the rest
 my @churn_h;
@@ -345,7 +369,8 @@ while (time() < $deadline)
 			   i.qtext_limit_bytes, v.nrows, v.nothing, v.notext
 		FROM pgss_ng_info i,
 			 (SELECT count(*) AS nrows,
-					 count(*) FILTER (WHERE plans + calls = 0) AS nothing,
+					 count(*) FILTER (WHERE plans + calls + errors = 0)
+					   AS nothing,
 					 count(*) FILTER (WHERE query IS NULL) AS notext
 			  FROM (SELECT * FROM pgss_ng) p) v});
 	if (defined $s && $s =~ /^(\d+)\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|(\d+)$/)
@@ -360,7 +385,8 @@ while (time() < $deadline)
 		  if $alloc > $backstop;
 		push @sample_bad, "qtext_bytes $qb > qtext_limit_bytes $ql"
 		  if $qb > $ql;
-		push @sample_bad, "$nothing visible rows with no plan nor call"
+		push @sample_bad,
+		  "$nothing visible rows with no plan, call nor failure"
 		  if $nothing != 0;
 		push @sample_bad, "$notext rows without query text" if $notext != 0;
 	}
@@ -401,6 +427,9 @@ for my $c (0 .. $nchurn - 1)
 	finish_churn($c);
 }
 $_->quit for ($reader, $resetter, $terminator);
+$failer->finish;
+is(scalar(() = $fail_err =~ /ERROR:  division by zero/g),
+	$nfail, "the failer's statement failed $nfail times");
 
 my %count;    # executions of each hot script
 for my $name (sort keys %pgb)
@@ -448,6 +477,12 @@ cmp_ok($max_entries, '>=', $max - $max * 5 / 100,
 
 # Every client backend flushes at exit; wait until they are gone.
 wait_for_clients_gone($node, 'all client backends have exited');
+
+is( $node->safe_psql(
+		'postgres', qq{
+		SELECT calls || ' ' || errors FROM pgss_ng
+		WHERE userid = $failer_oid AND query = 'SELECT \$1 / \$2 AS soak_fail'}),
+	"0 $nfail", "the failer's statement: $nfail errors, no call");
 
 # The tables count the writing statements' executions independently of
 # pgbench.

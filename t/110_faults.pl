@@ -22,7 +22,8 @@
 #    1000 distinct top-level statements: evicted as they come
 #    (dealloc + entries = 1000, nothing dropped, entries <= 100).
 # 3. Errors and cancels: nested statements of a function that then raises
-#    are counted exactly once the session runs its next statement; a reset
+#    are counted exactly once the session runs its next statement, the
+#    failures in errors (no call); a reset
 #    while a failed session still holds references leaves the bodies
 #    allocated until that session's next statement, which frees them;
 #    a statement_timeout cancelling a loop of nested statements loses no
@@ -43,6 +44,9 @@
 # 6. Lowering max from 1000 to 100 with 601 entries, then running only
 #    new statements, each in a new session: entries come down to <= 100
 #    and the new statements are recorded (not stuck at the backstop).
+# Failures recorded with the text arena full (1.) and at the backstop (2.):
+#    counted on an entry without text, or refused and dropped; nothing
+#    but the statement's own ERROR reaches the client.
 use strict;
 use warnings;
 
@@ -216,6 +220,34 @@ pgss_ng.save = off
 	cmp_ok($qb, '>=', $qc * ($len + 1), 'qtext_bytes covers the stored texts');
 	my $stored_first = $qc;
 
+	# A failure recorded while the arena is full: a utility statement (no
+	# entry made at parse analysis) whose text is larger than what is left
+	# fails; its entry is made when the failure is merged (at the
+	# session's exit), without text.  Nothing but the statement's own
+	# ERROR reaches the client (its log line is kept out of the server log).
+	{
+		my $fail = 'DROP TABLE no_such_table /* ' . ('z' x 4000) . ' */';
+		my ($out, $err) = ('', '');
+		local $ENV{PGOPTIONS} = '-c log_min_messages=fatal';
+		my $rc = $node->psql('postgres', $fail, stdout => \$out,
+			stderr => \$err, timeout => $cmd_timeout);
+		is("$rc $err",
+			qq{3 psql:<stdin>:1: ERROR:  table "no_such_table" does not exist},
+			'text site: a failure with the arena full raises only its own ERROR');
+		ok(poll_untracked($node, q{SELECT count(*) FROM pg_stat_activity
+								  WHERE backend_type = 'client backend'
+									AND pid <> pg_backend_pid()}, '0'),
+			'text site: the failed session is gone');
+		is( check(
+				$node, q{
+				SELECT calls || ' ' || errors || ' ' || (query IS NULL)
+				FROM pgss_ng WHERE userid = 10 AND errors > 0}),
+			'0 1 true',
+			'text site: the failure counted on an entry without text');
+		is(info($node, 'qtext_dropped, dropped'), ($qd + 1) . '|0',
+			'text site: its text counted in qtext_dropped, nothing dropped');
+	}
+
 	check($node, 'SELECT pgss_ng_reset()');
 	is( info(
 			$node,
@@ -318,6 +350,24 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 		'backstop: 5 new statements at the backstop', extra => [ '-o', '/dev/null' ]);
 	is(info($node, 'backstop_skips, dropped, entries, entries_allocated'),
 		'5|5|0|200', 'backstop: all 5 refused and counted, nothing over 200');
+	# A failure at the backstop: its entry cannot be made when the failure
+	# is merged (at the session's exit); refused and dropped, and nothing
+	# but the statement's own ERROR reaches the client.
+	{
+		my ($out, $err) = ('', '');
+		local $ENV{PGOPTIONS} = '-c log_min_messages=fatal';
+		my $rc = $node->psql('postgres', 'DROP TABLE no_such_table',
+			stdout => \$out, stderr => \$err, timeout => $cmd_timeout);
+		is("$rc $err",
+			qq{3 psql:<stdin>:1: ERROR:  table "no_such_table" does not exist},
+			'backstop: a failure at the backstop raises only its own ERROR');
+		ok(poll_untracked($node, q{SELECT count(*) FROM pg_stat_activity
+								  WHERE query = 'DROP TABLE no_such_table'},
+				'0'),
+			'backstop: the failed session is gone');
+		is(info($node, 'backstop_skips, dropped, entries, entries_allocated'),
+			'6|6|0|200', 'backstop: its failure refused and dropped');
+	}
 	$_->query_safe('SELECT 1') for @holders;
 	$_->quit for @holders;
 	is(info($node, 'entries_allocated'),
@@ -380,10 +430,17 @@ CREATE SEQUENCE sq;
 			FROM pgss_ng WHERE query LIKE 'SELECT c_ FROM w'
 							OR query LIKE 'SELECT f_fail()'
 							OR query LIKE 'SELECT $1/$2'}),
-		'SELECT c1 FROM w:3:false, SELECT c2 FROM w:3:false, '
-		  . 'SELECT c3 FROM w:3:false',
+		'SELECT $1/$2:0:true, SELECT c1 FROM w:3:false, '
+		  . 'SELECT c2 FROM w:3:false, SELECT c3 FROM w:3:false, '
+		  . 'SELECT f_fail():0:true',
 		'nested statements of the failed calls counted exactly, the failed '
-		  . 'top-level statements not at all');
+		  . 'top-level statements with no call');
+	is( check(
+			$node, q{
+			SELECT string_agg(query || ':' || errors, ', ' ORDER BY query)
+			FROM pgss_ng WHERE errors > 0}),
+		'SELECT $1/$2:1, SELECT f_fail():3',
+		'the failed top-level statements counted in errors');
 
 	# A reset while the failed session holds references.
 	$s->query('SELECT f_fail()');
