@@ -39,7 +39,8 @@ if (!-x "$PGBIN/initdb")
 }
 
 # Workloads in report order.
-my @ALL_WORKLOADS = qw(select_only tpcb hotcold_churn cold_only trickle view_read);
+my @ALL_WORKLOADS = qw(select_only tpcb hotcold_churn cold_only trickle view_read
+  view_read_incremental);
 my @VARIANTS      = qw(none pgss pgss_ng);
 my %VNAME = (none => 'untracked', pgss => 'pg_stat_statements', pgss_ng => 'pgss_ng');
 
@@ -52,6 +53,12 @@ my $HOT_CHURN   = 4000;     # hot shapes of hotcold_churn and view_read
 my $HOT_TRICKLE = 4950;     # hot shapes of trickle
 my $TRICKLE_W   = 499_999;  # trickle: one cold script per 500,000
 my $PREFILL     = 1100;     # view_read: distinct cold shapes run before it
+# view_read_incremental (pgss_ng only): the table holds $INC_ENTRIES hot
+# shapes; one client keeps running the first $INC_CHANGED of them, and a
+# reader alternates a full read with a read of what changed in the last
+# second (pgss_ng(true, now() - 1 s)): 5% of the entries.
+my $INC_ENTRIES = 4950;
+my $INC_CHANGED = 250;
 my $MAX_ENTRIES = 5000;
 
 # Default parameters per mode.
@@ -103,6 +110,7 @@ pgss_bench.pl [--quick|--full|--smoke] [--rounds N] [--duration SECONDS]
               [--out-dir DIR] [--name STEM] [--update-docs] [--keep]
               [--phase run|report|all] [--json-out FILE] [--json-in FILE]
 workloads: select_only tpcb hotcold_churn cold_only trickle view_read
+           view_read_incremental
 USAGE
 	exit 0;
 }
@@ -565,7 +573,7 @@ sub hot_shape
 
 sub write_scripts
 {
-	for my $n ($HOT_CHURN, $HOT_TRICKLE)
+	for my $n ($HOT_CHURN, $HOT_TRICKLE, $INC_ENTRIES, $INC_CHANGED)
 	{
 		my $last = $n - 1;
 		spew("$WORK/hot$n.sql", <<SQL);
@@ -605,6 +613,9 @@ SQL
 	spew("$WORK/view_pgss.sql",    "SELECT * FROM pg_stat_statements;\n");
 	spew("$WORK/fn_pgss.sql",      "SELECT * FROM pg_stat_statements(false);\n");
 	spew("$WORK/view_pgss_ng.sql", "SELECT * FROM pgss_ng;\n");
+	spew("$WORK/inc_full.sql", "SELECT * FROM pgss_ng;\n");
+	spew("$WORK/inc_since.sql",
+		"SELECT * FROM pgss_ng(true, now() - interval '1 second');\n");
 	spew("$WORK/fn_pgss_ng.sql",   "SELECT * FROM pgss_ng(false);\n");
 }
 
@@ -685,6 +696,11 @@ sub pgbench_cmd
 	{
 		push @cmd, '-n', '-M', 'simple', '-f', "$WORK/cold.sql";
 	}
+	elsif ($w eq 'view_read_incremental')
+	{
+		# the first $INC_CHANGED hot shapes, over and over
+		push @cmd, '-n', '-M', 'simple', '-f', "$WORK/hot$INC_CHANGED.sql";
+	}
 	elsif ($w eq 'trickle')
 	{
 		push @cmd, '-n', '-M', 'simple', '-f',
@@ -718,7 +734,8 @@ sub parse_pgbench
 # pgbench --log files: "client txn time_us script_no epoch epoch_us".
 sub parse_reader_logs
 {
-	my ($prefix) = @_;
+	my ($prefix, @names) = @_;
+	@names = qw(view fn) unless @names;
 	my %lat;
 	for my $f (glob("$prefix.*"))
 	{
@@ -732,7 +749,7 @@ sub parse_reader_logs
 		close $fh;
 	}
 	my %r;
-	my %name = (0 => 'view', 1 => 'fn');
+	my %name = map { ($_ => $names[$_]) } 0 .. $#names;
 	for my $s (keys %lat)
 	{
 		my @v = @{ $lat{$s} };
@@ -806,6 +823,11 @@ sub run_cell
 		psql_file("$WORK/warm$HOT_TRICKLE.sql");
 		$warm = $HOT_TRICKLE;
 	}
+	elsif ($w eq 'view_read_incremental')
+	{
+		psql_file("$WORK/warm$INC_ENTRIES.sql");
+		$warm = $INC_ENTRIES;
+	}
 	$res{warmup_calls} = $warm;
 	$res{entries_before} = $v eq 'none' ? undef
 	  : psql("SELECT count(*) FROM " . ($v eq 'pgss' ? 'pg_stat_statements(false)' : 'pgss_ng(false)')) + 0;
@@ -819,7 +841,23 @@ sub run_cell
 	my @cmd = pgbench_cmd($w, $v, $c);
 	my $main = spawn(\@cmd, "$dir/pgbench.out");
 	my $reader;
-	if ($w eq 'view_read' && $v ne 'none')
+	if ($w eq 'view_read_incremental')
+	{
+		sleep 0.2;
+		$reader = spawn(
+			[ "$PGBIN/pgbench", '-h', $SOCK, '-p', $PORT, '-U', 'postgres',
+			  '-n', '-M', 'simple', '-c', '1', '-j', '1', '-T', $opt{duration},
+			  '--log', "--log-prefix=$dir/readerlog",
+			  '-f', "$WORK/inc_full.sql\@1", '-f', "$WORK/inc_since.sql\@1",
+			  'postgres' ],
+			"$dir/reader.out", { PGAPPNAME => 'bench_reader' });
+		# what an incremental read returns, in the middle of the run
+		sleep($opt{duration} / 2);
+		$res{incremental_rows} =
+		  psql("SELECT count(*) FROM pgss_ng(false, now() - interval '1 second')") + 0;
+		$res{full_rows} = psql("SELECT count(*) FROM pgss_ng(false)") + 0;
+	}
+	elsif ($w eq 'view_read' && $v ne 'none')
 	{
 		sleep 0.2;
 		$reader = spawn(
@@ -845,7 +883,9 @@ sub run_cell
 	$res{error} //= "no tps in pgbench output" unless defined $p->{tps};
 	if (defined $reader)
 	{
-		$res{reader} = parse_reader_logs("$dir/readerlog");
+		$res{reader} = $w eq 'view_read_incremental'
+		  ? parse_reader_logs("$dir/readerlog", 'full', 'incremental')
+		  : parse_reader_logs("$dir/readerlog");
 		$res{reader_error} = "reader pgbench exited with status $rst" if $rst != 0;
 	}
 	my %waits;
@@ -956,7 +996,10 @@ sub run_all
 			for my $w (@workloads)
 			{
 				next if $w eq 'view_read' && $v eq 'none';
-				for my $c ($w eq 'view_read' ? (4) : @clients)
+				# pg_stat_statements has no incremental read
+				next if $w eq 'view_read_incremental' && $v ne 'pgss_ng';
+				for my $c ($w eq 'view_read' ? (4)
+					: $w eq 'view_read_incremental' ? (1) : @clients)
 				{
 					my $res = run_cell($r, $v, $w, $c);
 					push @{ $data{runs} }, $res;
@@ -964,6 +1007,13 @@ sub run_all
 					if ($res->{hot} && $res->{hot}{n})
 					{
 						$extra .= sprintf(' hot %d/%d', $res->{hot}{present}, $res->{hot}{n});
+					}
+					if ($res->{reader} && $res->{reader}{full})
+					{
+						$extra .= sprintf(' full %.2f ms incremental %.2f ms (%d of %d rows)',
+							$res->{reader}{full}{median},
+							($res->{reader}{incremental} // {median => 0})->{median},
+							$res->{incremental_rows} // 0, $res->{full_rows} // 0);
 					}
 					if ($res->{reader} && $res->{reader}{view})
 					{
@@ -1072,10 +1122,12 @@ sub summarize
 					$waits{$_} += $run->{waits}{$_} for keys %{ $run->{waits} || {} };
 				}
 				$s{waits} = \%waits;
-				my @rd = grep { $_->{reader} && $_->{reader}{view} } @ok;
+				$s{full_rows} = median(map { $_->{full_rows} } @ok);
+				$s{incremental_rows} = median(map { $_->{incremental_rows} } @ok);
+				my @rd = grep { $_->{reader} && ($_->{reader}{view} || $_->{reader}{full}) } @ok;
 				if (@rd)
 				{
-					for my $k (qw(view fn))
+					for my $k (qw(view fn full incremental))
 					{
 						my @x = grep { $_->{reader}{$k} } @rd;
 						next unless @x;
@@ -1226,6 +1278,36 @@ sub report_body
 		}
 	}
 
+	# view_read_incremental
+	my @vi = grep { $_->{workload} eq 'view_read_incremental' && $_->{reader} } @$rows;
+	if (@vi)
+	{
+		push @o, '';
+		push @o, '### view_read_incremental: a full read and an incremental read (pgss_ng)';
+		push @o, '';
+		push @o, "The table holds $INC_ENTRIES hot shapes; one pgbench client keeps "
+		  . "running $INC_CHANGED of them (5%), and a reader alternates "
+		  . "`SELECT * FROM pgss_ng` with `SELECT * FROM pgss_ng(true, now() - "
+		  . "interval '1 second')`. Latency in ms: median over rounds of each "
+		  . "round's median and 95th percentile; rows: what each read returned "
+		  . "in the middle of a run.";
+		push @o, '';
+		push @o, '| full median | full p95 | incremental median | incremental p95 | full / incremental | rows full | rows incremental | reads per run |';
+		push @o, '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |';
+		for my $s (@vi)
+		{
+			my $rf = $s->{reader}{full} || {};
+			my $ri = $s->{reader}{incremental} || {};
+			my $ratio = $rf->{median} && $ri->{median} ? $rf->{median} / $ri->{median} : undef;
+			push @o, '| ' . join(' | ',
+				fmt_num($rf->{median}, 2), fmt_num($rf->{p95}, 2),
+				fmt_num($ri->{median}, 2), fmt_num($ri->{p95}, 2),
+				fmt_ratio($ratio), fmt_num($s->{full_rows}),
+				fmt_num($s->{incremental_rows}),
+				fmt_num(($rf->{n} // 0) + ($ri->{n} // 0))) . ' |';
+		}
+	}
+
 	# pgss_ng_info: whatever columns exist
 	my @ng = grep { $_->{variant} eq 'pgss_ng' && $_->{info} && %{ $_->{info} } } @$rows;
 	if (@ng)
@@ -1301,6 +1383,18 @@ sub report_body
 	else
 	{
 		push @o, "- view_read latency ≤ 0.5x pg_stat_statements: not measured";
+	}
+	my ($vi) = grep { $_->{workload} eq 'view_read_incremental' && $_->{reader}
+		  && $_->{reader}{full} && $_->{reader}{incremental} } @$rows;
+	if ($vi && $vi->{reader}{full}{median} && $vi->{reader}{incremental}{median})
+	{
+		my $r = $vi->{reader}{full}{median} / $vi->{reader}{incremental}{median};
+		push @o, sprintf("- view_read_incremental ≥ 10x faster than the full read: %s (%.2fx)",
+			$r >= 10 ? '**met**' : '**short**', $r);
+	}
+	else
+	{
+		push @o, "- view_read_incremental ≥ 10x faster than the full read: not measured";
 	}
 	if ($m->{mode} ne 'full')
 	{
