@@ -5,11 +5,12 @@
  *	  kind layer.  Key (userid, dbid, queryid, toplevel); pending data is a
  *	  PgssNgCounters; shared data adds the query text and timestamps.
  *
- * This file is the only code that interprets the counters: counting one
- * call, merging pending into shared counters, the min/max reset, what a
- * reader sees (entries with calls, the time statistics), the snapshot
- * copy and the saved record.  It also owns the info counters (PgssNgInfo)
- * and the GUC pgss_ng.max.
+ * This file and stmt_kind_io.c are the only code that interprets the
+ * counters: counting one call, merging pending into shared counters, the
+ * min/max reset, what a reader sees (entries with calls, the time
+ * statistics), the snapshot copy and the saved record; stmt_errors.c adds
+ * failed executions to pending counters.  It also owns the info counters
+ * (PgssNgInfo) and the GUC pgss_ng.max.
  *
  * Locking: counters in shared entries are changed only by the flush
  * callback (entry lock exclusive) and the reset and update callbacks
