@@ -13,6 +13,7 @@
  * compat.h says how), so that counts and normalized texts agree;
  * stmt_kind.c decides *how* (pending counters, flushed at the end of each
  * top-level statement).
+ *
  * Beyond pg_stat_statements, each hook call that runs a tracked statement
  * opens a failure frame (stmt_errors.c): an ERROR passing through its
  * PG_CATCH counts one failed execution of the statement, then is
