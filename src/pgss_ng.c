@@ -654,7 +654,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	bool		tracked;
 	uint64		rows;
 	UsageMeasure m;
-	int			frame;
+	volatile int frame;			/* read in PG_CATCH */
 
 	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;

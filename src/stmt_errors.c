@@ -42,7 +42,6 @@
 #include "portability/instr_time.h"
 #include "storage/ipc.h"
 #include "utils/memutils.h"
-#include "utils/queryjumble.h"
 
 #include "stmt_kind.h"
 #include "stmt_kind_int.h"
