@@ -3,9 +3,13 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
 
--- Per-statement statistics: the columns of PostgreSQL 15's
--- pg_stat_statements (1.10), then stats_since and minmax_stats_since,
--- then pgss_ng's own columns (failed executions, last execution).
+-- Per-statement statistics: the columns of pg_stat_statements 1.12
+-- (PostgreSQL 18), in its order, on every server version, then pgss_ng's
+-- own columns (failed executions, last execution).  A column the server
+-- cannot measure is NULL (before 17: local_blk_*_time, jit_deform_*;
+-- before 18: wal_buffers_full, parallel_workers_*); before 17,
+-- shared_blk_*_time holds the server's combined shared and local block
+-- times (1.10's blk_*_time).
 -- changed_since: only the entries changed at or after it (NULL: all).
 -- Not STRICT, so that changed_since can default to NULL; a NULL showtext
 -- returns no rows.
@@ -39,13 +43,16 @@ CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
     OUT local_blks_written int8,
     OUT temp_blks_read int8,
     OUT temp_blks_written int8,
-    OUT blk_read_time float8,
-    OUT blk_write_time float8,
+    OUT shared_blk_read_time float8,
+    OUT shared_blk_write_time float8,
+    OUT local_blk_read_time float8,
+    OUT local_blk_write_time float8,
     OUT temp_blk_read_time float8,
     OUT temp_blk_write_time float8,
     OUT wal_records int8,
     OUT wal_fpi int8,
     OUT wal_bytes numeric,
+    OUT wal_buffers_full int8,
     OUT jit_functions int8,
     OUT jit_generation_time float8,
     OUT jit_inlining_count int8,
@@ -54,6 +61,10 @@ CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
     OUT jit_optimization_time float8,
     OUT jit_emission_count int8,
     OUT jit_emission_time float8,
+    OUT jit_deform_count int8,
+    OUT jit_deform_time float8,
+    OUT parallel_workers_to_launch int8,
+    OUT parallel_workers_launched int8,
     OUT stats_since timestamptz,
     OUT minmax_stats_since timestamptz,
     OUT errors int8,

@@ -1,9 +1,10 @@
 --
 -- 001_setup: install pgss_ng next to pg_stat_statements (the reference),
--- check that both run with the same settings and that pgss_ng's view has
--- pg_stat_statements' columns (same order and types) plus stats_since and
--- minmax_stats_since, then its own (errors, error_exec_time,
--- last_executed), and create the helpers the later tests use:
+-- check that both run with the same settings, that pgss_ng's view has the
+-- columns of pg_stat_statements 1.12 (same order and types) on every server
+-- version, NULL where the server cannot measure them, then its own
+-- (errors, error_exec_time, last_executed), and create the helpers the
+-- later tests use:
 --   pgss_ng_diff               rows on which pgss_ng and pg_stat_statements
 --                              disagree (expected empty everywhere)
 --   wait_for_other_backends()  waits until this is the only client backend
@@ -16,19 +17,91 @@ SELECT name, setting, context FROM pg_settings
 WHERE name LIKE 'pgss\_ng.%' OR name LIKE 'pg\_stat\_statements.%'
 ORDER BY name COLLATE "C";
 
--- pgss_ng's columns = pg_stat_statements' columns + two timestamps +
--- pgss_ng's own
+-- pgss_ng's first 52 columns are those of pg_stat_statements 1.12
+-- (PostgreSQL 18), names and types in order, on every server version
+-- (the list as PostgreSQL 18.6's pg_stat_statements--1.11--1.12.sql has
+-- it): the differences
+CREATE TEMP TABLE pgss_1_12 (attnum int, attname name, typ text);
+INSERT INTO pgss_1_12 VALUES
+  (1, 'userid', 'oid'),
+  (2, 'dbid', 'oid'),
+  (3, 'toplevel', 'boolean'),
+  (4, 'queryid', 'bigint'),
+  (5, 'query', 'text'),
+  (6, 'plans', 'bigint'),
+  (7, 'total_plan_time', 'double precision'),
+  (8, 'min_plan_time', 'double precision'),
+  (9, 'max_plan_time', 'double precision'),
+  (10, 'mean_plan_time', 'double precision'),
+  (11, 'stddev_plan_time', 'double precision'),
+  (12, 'calls', 'bigint'),
+  (13, 'total_exec_time', 'double precision'),
+  (14, 'min_exec_time', 'double precision'),
+  (15, 'max_exec_time', 'double precision'),
+  (16, 'mean_exec_time', 'double precision'),
+  (17, 'stddev_exec_time', 'double precision'),
+  (18, 'rows', 'bigint'),
+  (19, 'shared_blks_hit', 'bigint'),
+  (20, 'shared_blks_read', 'bigint'),
+  (21, 'shared_blks_dirtied', 'bigint'),
+  (22, 'shared_blks_written', 'bigint'),
+  (23, 'local_blks_hit', 'bigint'),
+  (24, 'local_blks_read', 'bigint'),
+  (25, 'local_blks_dirtied', 'bigint'),
+  (26, 'local_blks_written', 'bigint'),
+  (27, 'temp_blks_read', 'bigint'),
+  (28, 'temp_blks_written', 'bigint'),
+  (29, 'shared_blk_read_time', 'double precision'),
+  (30, 'shared_blk_write_time', 'double precision'),
+  (31, 'local_blk_read_time', 'double precision'),
+  (32, 'local_blk_write_time', 'double precision'),
+  (33, 'temp_blk_read_time', 'double precision'),
+  (34, 'temp_blk_write_time', 'double precision'),
+  (35, 'wal_records', 'bigint'),
+  (36, 'wal_fpi', 'bigint'),
+  (37, 'wal_bytes', 'numeric'),
+  (38, 'wal_buffers_full', 'bigint'),
+  (39, 'jit_functions', 'bigint'),
+  (40, 'jit_generation_time', 'double precision'),
+  (41, 'jit_inlining_count', 'bigint'),
+  (42, 'jit_inlining_time', 'double precision'),
+  (43, 'jit_optimization_count', 'bigint'),
+  (44, 'jit_optimization_time', 'double precision'),
+  (45, 'jit_emission_count', 'bigint'),
+  (46, 'jit_emission_time', 'double precision'),
+  (47, 'jit_deform_count', 'bigint'),
+  (48, 'jit_deform_time', 'double precision'),
+  (49, 'parallel_workers_to_launch', 'bigint'),
+  (50, 'parallel_workers_launched', 'bigint'),
+  (51, 'stats_since', 'timestamp with time zone'),
+  (52, 'minmax_stats_since', 'timestamp with time zone');
 SELECT coalesce(n.attnum, r.attnum) AS attnum, n.attname AS pgss_ng,
-       r.attname AS pg_stat_statements,
-       n.atttypid::regtype AS ng_type, r.atttypid::regtype AS ref_type
+       r.attname AS pgss_1_12, n.atttypid::regtype AS ng_type, r.typ
 FROM (SELECT attnum, attname, atttypid FROM pg_attribute
-      WHERE attrelid = 'pgss_ng'::regclass AND attnum > 0) n
-FULL JOIN (SELECT attnum, attname, atttypid FROM pg_attribute
-           WHERE attrelid = 'pg_stat_statements'::regclass AND attnum > 0) r
-  ON n.attnum = r.attnum
+      WHERE attrelid = 'pgss_ng'::regclass AND attnum BETWEEN 1 AND 52) n
+FULL JOIN pgss_1_12 r ON n.attnum = r.attnum
 WHERE n.attname IS DISTINCT FROM r.attname
-   OR n.atttypid IS DISTINCT FROM r.atttypid
+   OR n.atttypid::regtype::text IS DISTINCT FROM r.typ
 ORDER BY 1;
+
+-- pgss_ng's own columns come after them
+SELECT attnum, attname, atttypid::regtype FROM pg_attribute
+WHERE attrelid = 'pgss_ng'::regclass AND attnum > 52 ORDER BY attnum;
+
+-- every column of the server's own pg_stat_statements (1.10 on 15 and 16,
+-- 1.11 on 17, 1.12 on 18) is one of pgss_ng's, with the same type; 1.10's
+-- blk_read_time and blk_write_time are shared_blk_read_time and
+-- shared_blk_write_time: the columns that are not
+SELECT r.attname, r.atttypid::regtype FROM pg_attribute r
+WHERE r.attrelid = 'pg_stat_statements'::regclass AND r.attnum > 0
+  AND NOT EXISTS (
+    SELECT FROM pg_attribute n
+    WHERE n.attrelid = 'pgss_ng'::regclass AND n.atttypid = r.atttypid
+      AND n.attname = CASE r.attname
+                        WHEN 'blk_read_time' THEN 'shared_blk_read_time'
+                        WHEN 'blk_write_time' THEN 'shared_blk_write_time'
+                        ELSE r.attname END);
+DROP TABLE pgss_1_12;
 
 SELECT attname, atttypid::regtype FROM pg_attribute
 WHERE attrelid = 'pgss_ng_info'::regclass AND attnum > 0 ORDER BY attnum;
@@ -88,3 +161,20 @@ SELECT 'a' || 'b' AS ab;
 SELECT toplevel, calls, rows, plans, query FROM pgss_ng
 ORDER BY query COLLATE "C", toplevel;
 SELECT * FROM pgss_ng_diff;
+
+-- Where the server cannot measure a column it is NULL on every row, never
+-- 0; where it can, never NULL.  Per column the first server version that
+-- measures it (shared_blk_read_time and wal_bytes: every version).
+SELECT c.col, c.since, count(*) > 0 AS has_entries,
+       count(*) FILTER (WHERE to_jsonb(p) ->> c.col IS NULL) =
+         CASE WHEN current_setting('server_version_num')::int >= c.since * 10000
+              THEN 0 ELSE count(*) END AS null_iff_not_measured
+FROM (VALUES ('shared_blk_read_time', 15), ('shared_blk_write_time', 15),
+             ('local_blk_read_time', 17), ('local_blk_write_time', 17),
+             ('wal_bytes', 15), ('wal_buffers_full', 18),
+             ('jit_deform_count', 17), ('jit_deform_time', 17),
+             ('parallel_workers_to_launch', 18),
+             ('parallel_workers_launched', 18)) c(col, since)
+CROSS JOIN pgss_ng p
+GROUP BY c.col, c.since
+ORDER BY c.since, c.col COLLATE "C";

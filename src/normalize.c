@@ -3,7 +3,7 @@
  * normalize.c
  *	  Build the normalized text of one statement, byte for byte the same as
  *	  the text the server's own pg_stat_statements stores (1.10 on
- *	  PostgreSQL 15, 1.11 on 16 and 17, 1.12 on 18): the statement's own
+ *	  PostgreSQL 15 and 16, 1.11 on 17, 1.12 on 18): the statement's own
  *	  part of the source string, with every constant that core query
  *	  jumbling recorded replaced by a "$n" parameter symbol.
  *

@@ -69,7 +69,13 @@
 #define PGSS_NG_STAT_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/pgss_ng.stat"
 #define PGSS_NG_STAT_TMPFILE	PGSS_NG_STAT_FILE ".tmp"
 #define PGSS_NG_FILE_MAGIC		0x50474E47	/* "PGNG" */
-#define PGSS_NG_FILE_VERSION	2
+/*
+ * Format version: raise it whenever a saved record changes.  1: the
+ * counters of pg_stat_statements 1.10; 2: plus failed executions and
+ * last_executed; 3: the counters of 1.12 (shared/local block times,
+ * wal_buffers_full, jit_deform_*, parallel_workers_*).
+ */
+#define PGSS_NG_FILE_VERSION	3
 
 /* Longest the writer waits for backends to flush and detach (ms). */
 #define PGSS_NG_WRITER_WAIT_MS	30000

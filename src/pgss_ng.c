@@ -7,7 +7,7 @@
  *	  the statement kind.
  *
  * The hooks decide *what* is recorded exactly as the server's own
- * pg_stat_statements does (1.10 on PostgreSQL 15, 1.11 on 16 and 17, 1.12
+ * pg_stat_statements does (1.10 on PostgreSQL 15 and 16, 1.11 on 17, 1.12
  * on 18: same nesting rules, same treatment of utility statements,
  * PREPARE/EXECUTE/DEALLOCATE, planning; where these differ by version,
  * compat.h says how), so that counts and normalized texts agree;
@@ -302,7 +302,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 		pgss_ng_store(pstate->p_sourcetext, query->queryId,
 					  query->stmt_location, query->stmt_len,
 					  PGSS_NG_INVALID, exec_nested_level == 0,
-					  0, 0, NULL, NULL, NULL, jstate);
+					  0, 0, NULL, NULL, NULL, NULL, jstate);
 }
 
 /*
@@ -424,7 +424,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
 					  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
 					  m.duration_ms, 0, &m.bufusage, &m.walusage, NULL,
-					  NULL);
+					  NULL, NULL);
 	}
 
 	return result;
@@ -589,8 +589,9 @@ pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 
 /*
  * pgss_ng_ExecutorEnd
- *		Record the execution (time in ms, rows, buffers, WAL, JIT) and, at
- *		top level, flush the backend's pending counters.
+ *		Record the execution (time in ms, rows, buffers, WAL, JIT and,
+ *		from PostgreSQL 18, parallel workers) and, at top level, flush the
+ *		backend's pending counters.
  */
 static void
 pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
@@ -601,6 +602,14 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level))
 	{
 		EState	   *estate = queryDesc->estate;
+		PgssNgParallelUsage *parallel = NULL;
+#if PGSS_NG_HAVE_PARALLEL_WORKERS
+		PgssNgParallelUsage workers;
+
+		workers.to_launch = PGSS_NG_PARALLEL_WORKERS_TO_LAUNCH(estate);
+		workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
+		parallel = &workers;
+#endif
 
 		InstrEndLoop(queryDesc->totaltime);
 		pgss_ng_store(queryDesc->sourceText, queryId,
@@ -612,7 +621,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 					  &queryDesc->totaltime->bufusage,
 					  &queryDesc->totaltime->walusage,
 					  estate->es_jit ? &estate->es_jit->instr : NULL,
-					  NULL);
+					  parallel, NULL);
 	}
 
 	if (exec_nested_level == 0)
@@ -723,7 +732,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	pgss_ng_store(queryString, saved_queryId, saved_stmt_location,
 				  saved_stmt_len, PGSS_NG_EXEC, exec_nested_level == 0,
-				  m.duration_ms, rows, &m.bufusage, &m.walusage, NULL, NULL);
+				  m.duration_ms, rows, &m.bufusage, &m.walusage, NULL, NULL, NULL);
 
 	if (exec_nested_level == 0)
 		pgss_ng_flush(false);

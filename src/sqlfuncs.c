@@ -149,13 +149,15 @@ put_identity_columns(Datum *values, bool *nulls, int i,
  *		pgss_ng(showtext, changed_since): SETOF record, one row per entry
  *		with calls, plans or errors > 0; with changed_since not NULL, only
  *		the entries changed (created or updated by a flush, a min/max reset
- *		or a restore) at or after it.  Columns as PostgreSQL 15's
- *		pg_stat_statements plus stats_since and minmax_stats_since, then
- *		pgss_ng's own: errors, error_exec_time, last_executed (NULL when
- *		no execution was recorded).  The caller's own pending counters are
- *		flushed first, so a session always sees its own finished
- *		statements.  Not strict (changed_since defaults to NULL): a NULL
- *		showtext returns no rows, as a strict function would.
+ *		or a restore) at or after it.  Columns as pg_stat_statements 1.12
+ *		(PostgreSQL 18) on every server version, NULL where the server
+ *		cannot measure a counter (its "measured" flag in
+ *		PGSS_NG_SUM_COUNTERS), then pgss_ng's own: errors,
+ *		error_exec_time, last_executed (NULL when no execution was
+ *		recorded).  The caller's own pending counters are flushed first,
+ *		so a session always sees its own finished statements.  Not strict
+ *		(changed_since defaults to NULL): a NULL showtext returns no rows,
+ *		as a strict function would.
  *		Errors: library not preloaded.
  */
 Datum

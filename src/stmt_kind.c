@@ -429,12 +429,16 @@ stmt_discard_pending(PgssNgEntryRef *ref)
  * count_one
  *		Record one planning or execution (phase) in pending counters
  *		(backend-local, no lock).  total_time in ms.  Mean and variance by
- *		Welford's method.
+ *		Welford's method.  What the server does not measure (compat.h's
+ *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage and
+ *		parallel may be NULL (nothing to add).  A JIT phase is counted in
+ *		its *_count when its time is non-zero, as pg_stat_statements does.
  */
 static void
 count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
 		  uint64 rows, const BufferUsage *bufusage, const WalUsage *walusage,
-		  const JitInstrumentation *jitusage)
+		  const JitInstrumentation *jitusage,
+		  const PgssNgParallelUsage *parallel)
 {
 	c->calls[phase] += 1;
 	c->total_time[phase] += total_time;
@@ -466,15 +470,24 @@ count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
 	c->local_blks_written += bufusage->local_blks_written;
 	c->temp_blks_read += bufusage->temp_blks_read;
 	c->temp_blks_written += bufusage->temp_blks_written;
-	c->blk_read_time +=
+	c->shared_blk_read_time +=
 		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_READ_TIME(bufusage));
-	c->blk_write_time +=
+	c->shared_blk_write_time +=
 		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_WRITE_TIME(bufusage));
+#if PGSS_NG_HAVE_LOCAL_BLK_TIME
+	c->local_blk_read_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_LOCAL_READ_TIME(bufusage));
+	c->local_blk_write_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_LOCAL_WRITE_TIME(bufusage));
+#endif
 	c->temp_blk_read_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_read_time);
 	c->temp_blk_write_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_write_time);
 	c->wal_records += walusage->wal_records;
 	c->wal_fpi += walusage->wal_fpi;
 	c->wal_bytes += walusage->wal_bytes;
+#if PGSS_NG_HAVE_WAL_BUFFERS_FULL
+	c->wal_buffers_full += PGSS_NG_WAL_BUFFERS_FULL(walusage);
+#endif
 
 	if (jitusage)
 	{
@@ -493,6 +506,22 @@ count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
 		if (emission)
 			c->jit_emission_count++;
 		c->jit_emission_time += emission;
+#if PGSS_NG_HAVE_JIT_DEFORM
+		{
+			double		deform =
+				INSTR_TIME_GET_MILLISEC(PGSS_NG_JIT_DEFORM_TIME(jitusage));
+
+			if (deform)
+				c->jit_deform_count++;
+			c->jit_deform_time += deform;
+		}
+#endif
+	}
+
+	if (parallel)
+	{
+		c->parallel_workers_to_launch += parallel->to_launch;
+		c->parallel_workers_launched += parallel->launched;
 	}
 }
 
@@ -535,6 +564,7 @@ typedef struct StoreArgs
 	const BufferUsage *bufusage;
 	const WalUsage *walusage;
 	const JitInstrumentation *jitusage; /* or NULL */
+	const PgssNgParallelUsage *parallel;	/* or NULL */
 	JumbleState *jstate;		/* parse analysis only, or NULL */
 } StoreArgs;
 
@@ -598,7 +628,7 @@ store_internal(void *arg)
 		return;
 	}
 	count_one(c, sa->phase, sa->total_time, sa->rows, sa->bufusage,
-			  sa->walusage, sa->jitusage);
+			  sa->walusage, sa->jitusage, sa->parallel);
 }
 
 /*
@@ -616,12 +646,12 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 			  int query_len, PgssNgPhase phase, bool toplevel,
 			  double total_time, uint64 rows, const BufferUsage *bufusage,
 			  const WalUsage *walusage, const JitInstrumentation *jitusage,
-			  JumbleState *jstate)
+			  const PgssNgParallelUsage *parallel, JumbleState *jstate)
 {
 	/* in StoreArgs' order */
 	StoreArgs	sa = {query, queryid, query_location, query_len, phase,
 					  toplevel, total_time, rows, bufusage, walusage,
-					  jitusage, jstate};
+					  jitusage, parallel, jstate};
 
 	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
 		return;

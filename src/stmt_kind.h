@@ -42,6 +42,17 @@ typedef enum PgssNgPhase
 	PGSS_NG_NUMPHASE
 } PgssNgPhase;
 
+/*
+ * Parallel workers of one execution (PostgreSQL 18 measures them; NULL is
+ * passed where there are none to record: planning, utility statements,
+ * servers before 18).
+ */
+typedef struct PgssNgParallelUsage
+{
+	int64		to_launch;		/* workers planned */
+	int64		launched;		/* workers actually launched */
+} PgssNgParallelUsage;
+
 /* Identity of a statement entry.  Padding must be zero (memcmp'd). */
 typedef struct PgssNgStmtKey
 {
@@ -52,12 +63,16 @@ typedef struct PgssNgStmtKey
 } PgssNgStmtKey;
 
 /*
- * The counters that simply add up, in output column order:
+ * The counters that simply add up, in output column order (that of
+ * pg_stat_statements 1.12, PostgreSQL 18):
  *	  X(name, C type, SQL type, measured)
  * SQL type is INT8, FLOAT8 or NUMERIC (a uint64 shown as numeric);
  * measured is a constant expression, false where this build of the server
- * cannot measure the counter: the column is then NULL.  Times are in
- * milliseconds, block counts in blocks, wal_bytes in bytes.
+ * cannot measure the counter (compat.h's PGSS_NG_HAVE_*): the column is
+ * then NULL, and the field stays 0.  Times are in milliseconds, block
+ * counts in blocks, wal_bytes in bytes.  Before PostgreSQL 17,
+ * shared_blk_*_time holds the server's combined shared and local block
+ * time (pg_stat_statements 1.10's blk_*_time).
  */
 #define PGSS_NG_SUM_COUNTERS(X) \
 	X(rows, int64, INT8, true) \
@@ -71,13 +86,16 @@ typedef struct PgssNgStmtKey
 	X(local_blks_written, int64, INT8, true) \
 	X(temp_blks_read, int64, INT8, true) \
 	X(temp_blks_written, int64, INT8, true) \
-	X(blk_read_time, double, FLOAT8, true) \
-	X(blk_write_time, double, FLOAT8, true) \
+	X(shared_blk_read_time, double, FLOAT8, true) \
+	X(shared_blk_write_time, double, FLOAT8, true) \
+	X(local_blk_read_time, double, FLOAT8, PGSS_NG_HAVE_LOCAL_BLK_TIME) \
+	X(local_blk_write_time, double, FLOAT8, PGSS_NG_HAVE_LOCAL_BLK_TIME) \
 	X(temp_blk_read_time, double, FLOAT8, true) \
 	X(temp_blk_write_time, double, FLOAT8, true) \
 	X(wal_records, int64, INT8, true) \
 	X(wal_fpi, int64, INT8, true) \
 	X(wal_bytes, uint64, NUMERIC, true) \
+	X(wal_buffers_full, int64, INT8, PGSS_NG_HAVE_WAL_BUFFERS_FULL) \
 	X(jit_functions, int64, INT8, true) \
 	X(jit_generation_time, double, FLOAT8, true) \
 	X(jit_inlining_count, int64, INT8, true) \
@@ -85,7 +103,11 @@ typedef struct PgssNgStmtKey
 	X(jit_optimization_count, int64, INT8, true) \
 	X(jit_optimization_time, double, FLOAT8, true) \
 	X(jit_emission_count, int64, INT8, true) \
-	X(jit_emission_time, double, FLOAT8, true)
+	X(jit_emission_time, double, FLOAT8, true) \
+	X(jit_deform_count, int64, INT8, PGSS_NG_HAVE_JIT_DEFORM) \
+	X(jit_deform_time, double, FLOAT8, PGSS_NG_HAVE_JIT_DEFORM) \
+	X(parallel_workers_to_launch, int64, INT8, PGSS_NG_HAVE_PARALLEL_WORKERS) \
+	X(parallel_workers_launched, int64, INT8, PGSS_NG_HAVE_PARALLEL_WORKERS)
 
 /*
  * The counters that add up and that pg_stat_statements does not have,
@@ -188,6 +210,7 @@ extern void pgss_ng_store(const char *query, uint64 queryid,
 						  const BufferUsage *bufusage,
 						  const WalUsage *walusage,
 						  const JitInstrumentation *jitusage,
+						  const PgssNgParallelUsage *parallel,
 						  JumbleState *jstate);
 extern void pgss_ng_flush(bool force);
 
