@@ -11,9 +11,11 @@
 # query strings, all sorts of literals, cancelled and terminated sessions.
 # Once every client backend is gone, both views are read (from a session
 # that neither extension tracks) and must hold exactly the same keys (userid,
-# dbid, queryid, toplevel) with the same calls, plans, rows, block, WAL
-# counters and query text (pgss_ng's entries whose executions all failed
-# left aside: pg_stat_statements has no trace of them).  Some keys are
+# dbid, queryid, toplevel) with the same calls, plans, rows, block, WAL,
+# JIT and (PostgreSQL 18) parallel worker counters, block I/O and JIT times
+# (track_io_timing is on) and query text (pgss_ng's entries whose
+# executions all failed left aside: pg_stat_statements has no trace of
+# them); what the server cannot measure is NULL in pgss_ng.  Some keys are
 # also checked for the exact counts the workload caused, failures
 # (pgss_ng's errors column) included.
 #
@@ -249,23 +251,77 @@ EOS
 
 # ------------------------------------------------------------------ helpers
 
-# Columns compared for every key, after the key and before the text.
-my @cols = qw(calls plans rows
+# Columns compared for every key, after the key and before the text: every
+# column both views have on the server's version, but the plan and
+# execution times and the two timestamps, which each extension measures
+# itself.  Counts are compared exactly.  Block I/O and JIT times are the
+# server's own measurements (the same BufferUsage, WalUsage and JIT
+# instrumentation reach both extensions), compared to within 1e-9
+# (relative): the two add them up in different orders.  Before
+# PostgreSQL 17, pg_stat_statements' blk_*_time is pgss_ng's
+# shared_blk_*_time.
+my @count_cols = qw(calls plans rows
   shared_blks_hit shared_blks_read shared_blks_dirtied shared_blks_written
   local_blks_hit local_blks_read local_blks_dirtied local_blks_written
-  temp_blks_read temp_blks_written wal_records wal_fpi wal_bytes);
+  temp_blks_read temp_blks_written wal_records wal_fpi wal_bytes
+  jit_functions jit_inlining_count jit_optimization_count
+  jit_emission_count);
+my @time_cols = qw(shared_blk_read_time shared_blk_write_time
+  temp_blk_read_time temp_blk_write_time jit_generation_time
+  jit_inlining_time jit_optimization_time jit_emission_time);
+
+# Columns measured from a server version on: [ column, major, is a time ].
+my @versioned_cols = (
+	[ 'local_blk_read_time',        17, 1 ],
+	[ 'local_blk_write_time',       17, 1 ],
+	[ 'jit_deform_count',           17, 0 ],
+	[ 'jit_deform_time',            17, 1 ],
+	[ 'wal_buffers_full',           18, 0 ],
+	[ 'parallel_workers_to_launch', 18, 0 ],
+	[ 'parallel_workers_launched',  18, 0 ],);
+
+my (@cols, %is_time);
+
+# Set @cols and %is_time for a server of this major version.
+sub set_compared_columns
+{
+	my $major = shift;
+	@cols    = (@count_cols, @time_cols);
+	%is_time = map { $_ => 1 } @time_cols;
+	for my $v (@versioned_cols)
+	{
+		my ($col, $since, $time) = @$v;
+		next if $major < $since;
+		push @cols, $col;
+		$is_time{$col} = 1 if $time;
+	}
+	return;
+}
+
+# Do two values of column col agree (see @count_cols, @time_cols)?
+sub same_value
+{
+	my ($col, $x, $y) = @_;
+	return $x eq $y if !$is_time{$col} || $x eq "" || $y eq "";
+	my $max = abs($x) > abs($y) ? abs($x) : abs($y);
+	return abs($x - $y) <= 1e-9 * $max;
+}
 
 # Read one view with a single statement; returns { "userid/dbid/queryid/tl"
 # => { col => value, ..., query => text } }.  Runs in a session that neither
-# extension tracks, so reading does not add entries.  $where filters the
-# rows; @extra are more columns (read, not compared).
+# extension tracks, so reading does not add entries.  $old_names: the view
+# calls shared_blk_*_time blk_*_time (pg_stat_statements before 17).
+# $where filters the rows; @extra are more columns (read, not compared).
 sub read_view
 {
-	my ($node, $view, $where, @extra) = @_;
+	my ($node, $view, $old_names, $where, @extra) = @_;
 	my @c = (@cols, @extra);
+	my @exprs = map {
+		$old_names && /^shared_(blk_\w+_time)$/ ? "$1 AS $_" : $_
+	} @c;
 	my $sql =
 	    "SELECT userid, dbid, queryid, toplevel, "
-	  . join(', ', @c)
+	  . join(', ', @exprs)
 	  . ", encode(convert_to(query, 'UTF8'), 'hex') FROM $view $where";
 	my $out = $node->safe_psql('postgres', $sql);
 	my %h;
@@ -324,6 +380,8 @@ sub run_scenario
 	my $pg16 = $node->pg_version >= 16;
 	my $pg17 = $node->pg_version >= 17;
 	my $pg18 = $node->pg_version >= 18;
+	my $major = $pg18 ? 18 : $pg17 ? 17 : $pg16 ? 16 : 15;
+	set_compared_columns($major);
 	# What utility statements run is nested: when they are tracked, and
 	# from PostgreSQL 17 always.
 	my $nested_util = $util || $pg17;
@@ -340,6 +398,7 @@ pgss_ng.max = 5000
 pgss_ng.track = $track
 pgss_ng.track_utility = $utility
 pgss_ng.track_planning = $planning
+track_io_timing = on
 });
 	$node->start;
 
@@ -448,9 +507,9 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	# Entries whose executions all failed (no plan, no call) are pgss_ng's
 	# own: pg_stat_statements has no trace of them.  Their failures are
 	# checked below, in $ng_all.
-	my $ref = read_view($node, 'pg_stat_statements', '');
-	my $ng  = read_view($node, 'pgss_ng', 'WHERE plans + calls > 0');
-	my $ng_all = read_view($node, 'pgss_ng', '', 'errors');
+	my $ref = read_view($node, 'pg_stat_statements', !$pg17, '');
+	my $ng  = read_view($node, 'pgss_ng', 0, 'WHERE plans + calls > 0');
+	my $ng_all = read_view($node, 'pgss_ng', 0, '', 'errors');
 
 	# Every difference, key by key.
 	my @diffs;
@@ -468,7 +527,8 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 			push @diffs, "only in pgss_ng: $k calls=$n->{calls} plans=$n->{plans} " . show_text($n->{query});
 			next;
 		}
-		my @d = map { "$_ $r->{$_} vs $n->{$_}" } grep { $r->{$_} ne $n->{$_} } @cols;
+		my @d = map { "$_ $r->{$_} vs $n->{$_}" }
+		  grep { !same_value($_, $r->{$_}, $n->{$_}) } @cols;
 		push @d, 'query ' . show_text($r->{query}) . ' vs ' . show_text($n->{query})
 		  if $r->{query} ne $n->{query};
 		push @diffs, "$k (" . show_text($r->{query}) . "): " . join(', ', @d) if @d;
@@ -481,6 +541,28 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	# keys for the same workload.
 	my $many = $all ? 1000 : $pg18 ? ($util ? 250 : 100) : 400;
 	cmp_ok(scalar(keys %$ref), '>', $many, "$name: many keys compared");
+
+	# The parallel query of the "extra" script plans workers: the
+	# comparison of PostgreSQL 18's parallel worker counts is not one of
+	# zeros.
+	if ($pg18)
+	{
+		my $workers = 0;
+		$workers += $_->{parallel_workers_to_launch} for values %$ng;
+		cmp_ok($workers, '>', 0, "$name: parallel workers planned");
+	}
+
+	# What the server cannot measure is NULL on every row, never 0; the
+	# rest is never NULL.
+	my $nrows = $node->safe_psql('postgres', 'SELECT count(*) FROM pgss_ng');
+	for my $v (@versioned_cols)
+	{
+		my ($col, $since) = @$v;
+		is( $node->safe_psql('postgres',
+				"SELECT count(*) FROM pgss_ng WHERE $col IS NULL"),
+			$major >= $since ? 0 : $nrows,
+			"$name: $col is " . ($major >= $since ? 'never' : 'always') . ' NULL');
+	}
 
 	is( $node->safe_psql('postgres', 'SELECT dealloc, dropped FROM pgss_ng_info'),
 		'0|0', "$name: pgss_ng neither evicted nor dropped anything");

@@ -1,10 +1,11 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 2, the server's major, and a
+# - Its header: magic "PGNG", format version 3, the server's major, and a
 #   trailing CRC-32C of everything before it (checked here independently).
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (1: before errors and last_executed),
-#   wrong PostgreSQL major, empty, shorter
+#   magic, an older format version (2: before pg_stat_statements 1.12's
+#   counters), a PostgreSQL major pgss_ng never supported (14) and another
+#   supported one (a file carried over by pg_upgrade), empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
 #   that only the record is wrong), trailing bytes (CRC recomputed).  For
 #   each, a start gives exactly one WARNING naming the file and the reason,
@@ -123,7 +124,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen) = unpack('L4', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 2, 'header: format version 2');
+is($version, 3, 'header: format version 3');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 16 + $infolen, 4));
@@ -148,6 +149,8 @@ sub with_crc
 }
 
 my $mid = int($len / 2);
+# a file written by another major pgss_ng supports (15 to 18)
+my $other_major = "$server_major" == 18 ? 17 : "$server_major" + 1;
 my @variants = (
 	[ 'truncated to half', substr($good, 0, $mid), qr/^checksum mismatch$|truncated/ ],
 	[
@@ -158,13 +161,18 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 1) . substr($good, 8),
-		qr/^format version 1, expected 2$/
+		substr($good, 0, 4) . pack('L', 2) . substr($good, 8),
+		qr/^format version 2, expected 3$/
 	],
 	[
 		'wrong PostgreSQL major',
 		substr($good, 0, 8) . pack('L', 14) . substr($good, 12),
 		qr/^written by PostgreSQL 14, this is $server_major$/
+	],
+	[
+		"another supported major ($other_major)",
+		substr($good, 0, 8) . pack('L', $other_major) . substr($good, 12),
+		qr/^written by PostgreSQL $other_major, this is $server_major$/
 	],
 	[ 'empty', '', qr/^it is empty$/ ],
 	[ 'shorter than a header', substr($good, 0, 10), qr/^it is truncated$/ ],
