@@ -732,7 +732,8 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	pgss_ng_store(queryString, saved_queryId, saved_stmt_location,
 				  saved_stmt_len, PGSS_NG_EXEC, exec_nested_level == 0,
-				  m.duration_ms, rows, &m.bufusage, &m.walusage, NULL, NULL, NULL);
+				  m.duration_ms, rows, &m.bufusage, &m.walusage, NULL, NULL,
+				  NULL);
 
 	if (exec_nested_level == 0)
 		pgss_ng_flush(false);
