@@ -22,6 +22,7 @@ OBJS = \
 	src/stmt_kind.o \
 	src/stmt_kind_io.o \
 	src/stmt_errors.o \
+	src/hist.o \
 	src/normalize.o \
 	src/qtext.o \
 	src/sqlfuncs.o \

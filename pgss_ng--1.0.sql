@@ -5,7 +5,8 @@
 
 -- Per-statement statistics: the columns of pg_stat_statements 1.12
 -- (PostgreSQL 18), in its order, on every server version, then pgss_ng's
--- own columns (failed executions, last execution).  A column the server
+-- own columns (failed executions, last execution, time quantiles, CPU
+-- times).  A column the server
 -- cannot measure is NULL (before 17: local_blk_*_time, jit_deform_*;
 -- before 18: wal_buffers_full, parallel_workers_*); before 17,
 -- shared_blk_*_time holds the server's combined shared and local block
@@ -69,7 +70,21 @@ CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
     OUT minmax_stats_since timestamptz,
     OUT errors int8,
     OUT error_exec_time float8,
-    OUT last_executed timestamptz
+    OUT last_executed timestamptz,
+    OUT exec_time_p50 float8,
+    OUT exec_time_p90 float8,
+    OUT exec_time_p95 float8,
+    OUT exec_time_p99 float8,
+    OUT exec_time_p999 float8,
+    OUT plan_time_p50 float8,
+    OUT plan_time_p90 float8,
+    OUT plan_time_p95 float8,
+    OUT plan_time_p99 float8,
+    OUT plan_time_p999 float8,
+    OUT exec_user_time float8,
+    OUT exec_system_time float8,
+    OUT plan_user_time float8,
+    OUT plan_system_time float8
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgss_ng'
@@ -79,6 +94,23 @@ CREATE VIEW pgss_ng AS
   SELECT * FROM pgss_ng(true);
 
 GRANT SELECT ON pgss_ng TO PUBLIC;
+
+-- The execution and planning time histograms of one entry: one row per
+-- non-empty bucket.  Same privileges as the view's rows (a role reads its
+-- own statements', pg_read_all_stats everyone's).
+CREATE FUNCTION pgss_ng_exec_time_histogram(userid oid, dbid oid,
+    queryid bigint, toplevel bool,
+    OUT lower_ms float8, OUT upper_ms float8, OUT count int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_exec_time_histogram'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE FUNCTION pgss_ng_plan_time_histogram(userid oid, dbid oid,
+    queryid bigint, toplevel bool,
+    OUT lower_ms float8, OUT upper_ms float8, OUT count int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_plan_time_histogram'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 -- Extension-wide counters.
 CREATE FUNCTION pgss_ng_info(

@@ -12,7 +12,8 @@
 CREATE EXTENSION pg_stat_statements;
 CREATE EXTENSION pgss_ng;
 
--- same settings for both (pgss_ng.save is pgss_ng's only extra GUC)
+-- same settings for both (pgss_ng.save and pgss_ng.track_cpu are
+-- pgss_ng's only extra GUCs)
 SELECT name, setting, context FROM pg_settings
 WHERE name LIKE 'pgss\_ng.%' OR name LIKE 'pg\_stat\_statements.%'
 ORDER BY name COLLATE "C";

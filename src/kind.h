@@ -218,6 +218,8 @@ extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
 											   PgssNgInitSharedFn init,
 											   void *arg, double usage);
 extern double pgss_ng_kind_usage(const void *shared_data);
+extern bool pgss_ng_kind_read(PgssNgKind *kind, const void *key,
+							  PgssNgVisitFn visit, void *arg);
 extern bool pgss_ng_kind_update(PgssNgKind *kind, const void *key,
 								PgssNgUpdateFn update, void *arg);
 typedef void (*PgssNgSerializedFn) (const char *data, Size len,

@@ -206,6 +206,31 @@ pgss_ng_kind_update(PgssNgKind *kind, const void *key, PgssNgUpdateFn update,
 	return true;
 }
 
+/*
+ * pgss_ng_kind_read
+ *		Call visit on the live entry for key with its entry lock held
+ *		shared (a reader's copy of one entry).  Returns false if there is
+ *		no such entry.  Locks: the key's partition lock shared, then its
+ *		entry lock shared.
+ */
+bool
+pgss_ng_kind_read(PgssNgKind *kind, const void *key, PgssNgVisitFn visit,
+				  void *arg)
+{
+	void	   *he;
+	PgssNgSharedEntry *shared;
+
+	he = dshash_find(kind->hash, key, false);
+	if (he == NULL)
+		return false;
+	shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
+	LWLockAcquire(&shared->lock, LW_SHARED);
+	visit(kind, key, PgssNgSharedData(shared), arg);
+	LWLockRelease(&shared->lock);
+	dshash_release_lock(kind->hash, he);
+	return true;
+}
+
 /* State of pgss_ng_kind_foreach_serialized's visitor. */
 typedef struct SerializeState
 {

@@ -73,9 +73,10 @@
  * Format version: raise it whenever a saved record changes.  1: the
  * counters of pg_stat_statements 1.10; 2: plus failed executions and
  * last_executed; 3: the counters of 1.12 (shared/local block times,
- * wal_buffers_full, jit_deform_*, parallel_workers_*).
+ * wal_buffers_full, jit_deform_*, parallel_workers_*); 4: plus the time
+ * histograms and CPU times.
  */
-#define PGSS_NG_FILE_VERSION	3
+#define PGSS_NG_FILE_VERSION	4
 
 /* Longest the writer waits for backends to flush and detach (ms). */
 #define PGSS_NG_WRITER_WAIT_MS	30000

@@ -25,14 +25,18 @@
  */
 #include "postgres.h"
 
+#include <sys/resource.h>
+
 #include "access/parallel.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "optimizer/planner.h"
 #include "parser/analyze.h"
 #include "storage/ipc.h"
+#include "lib/ilist.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "persist.h"
 #include "qtext.h"
@@ -54,6 +58,34 @@ typedef enum PgssNgTrackLevel
 static int	pgss_ng_track = PGSS_NG_TRACK_TOP;
 static bool pgss_ng_track_utility = true;
 static bool pgss_ng_track_planning = false;
+static bool pgss_ng_track_cpu = false;
+
+/*
+ * getrusage() of this thread where the platform has it (Linux), else of
+ * the process: a backend is one thread either way.
+ */
+#ifdef RUSAGE_THREAD
+#define PGSS_NG_RUSAGE_WHO	RUSAGE_THREAD
+#else
+#define PGSS_NG_RUSAGE_WHO	RUSAGE_SELF
+#endif
+
+/*
+ * CPU time at the start of a tracked execution (ExecutorStart), found
+ * again by its QueryDesc at ExecutorEnd.  Allocated in the query's memory
+ * context; a reset callback of that context unlinks it, so an execution
+ * that ends in an ERROR leaves nothing behind.
+ */
+typedef struct CpuStart
+{
+	dlist_node	node;
+	QueryDesc  *queryDesc;
+	struct rusage start;
+	MemoryContextCallback cb;
+} CpuStart;
+
+/* the executions being timed, most recent first */
+static dlist_head cpu_starts = DLIST_STATIC_INIT(cpu_starts);
 
 static const struct config_enum_entry track_options[] =
 {
@@ -115,6 +147,9 @@ typedef struct UsageMeasure
 	double		duration_ms;
 	BufferUsage bufusage;
 	WalUsage	walusage;
+	bool		cpu_sampled;	/* pgss_ng.track_cpu was on at the start */
+	struct rusage cpu_start;
+	PgssNgCpuUsage cpu;			/* valid if cpu_sampled */
 } UsageMeasure;
 
 static void usage_start(UsageMeasure *m);
@@ -140,8 +175,9 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 /*
  * _PG_init
  *		When preloaded: let each module define its GUCs (the hooks' own
- *		here, pgss_ng.max in stmt_kind.c, pgss_ng.query_text_memory in
- *		qtext.c, pgss_ng.save in persist.c) and install the hooks.
+ *		here, pgss_ng.track_cpu among them; pgss_ng.max in stmt_kind.c,
+ *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c)
+ *		and install the hooks.
  *
  * Loaded without shared_preload_libraries (e.g. by CREATE EXTENSION), the
  * module installs nothing; its SQL functions then raise an ERROR.
@@ -185,6 +221,16 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("pgss_ng.track_cpu",
+							 "Selects whether the CPU time of planning and "
+							 "execution is tracked by pgss_ng.",
+							 NULL,
+							 &pgss_ng_track_cpu,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
 	/* the writer's GUC and worker */
 	pgss_ng_persist_init();
 
@@ -211,15 +257,36 @@ _PG_init(void)
 }
 
 /*
+ * cpu_since
+ *		The user and system CPU time (ms) this thread used since start,
+ *		a getrusage() sample (pg_stat_kcache's meaning).
+ */
+static void
+cpu_since(const struct rusage *start, PgssNgCpuUsage *out)
+{
+	struct rusage now;
+
+	getrusage(PGSS_NG_RUSAGE_WHO, &now);
+	out->user_ms = (now.ru_utime.tv_sec - start->ru_utime.tv_sec) * 1000.0 +
+		(now.ru_utime.tv_usec - start->ru_utime.tv_usec) / 1000.0;
+	out->system_ms = (now.ru_stime.tv_sec - start->ru_stime.tv_sec) * 1000.0 +
+		(now.ru_stime.tv_usec - start->ru_stime.tv_usec) / 1000.0;
+}
+
+/*
  * usage_start / usage_stop
  *		Measure the wall time (ms), buffer and WAL usage of a call made
- *		between them, from the backend's cumulative counters.
+ *		between them, from the backend's cumulative counters, and its CPU
+ *		time when pgss_ng.track_cpu is on at the start.
  */
 static void
 usage_start(UsageMeasure *m)
 {
 	m->bufusage_start = pgBufferUsage;
 	m->walusage_start = pgWalUsage;
+	m->cpu_sampled = pgss_ng_track_cpu;
+	if (m->cpu_sampled)
+		getrusage(PGSS_NG_RUSAGE_WHO, &m->cpu_start);
 	INSTR_TIME_SET_CURRENT(m->start);
 }
 
@@ -231,6 +298,8 @@ usage_stop(UsageMeasure *m)
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, m->start);
 	m->duration_ms = INSTR_TIME_GET_MILLISEC(duration);
+	if (m->cpu_sampled)
+		cpu_since(&m->cpu_start, &m->cpu);
 
 	memset(&m->bufusage, 0, sizeof(BufferUsage));
 	BufferUsageAccumDiff(&m->bufusage, &pgBufferUsage, &m->bufusage_start);
@@ -302,7 +371,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 		pgss_ng_store(pstate->p_sourcetext, query->queryId,
 					  query->stmt_location, query->stmt_len,
 					  PGSS_NG_INVALID, exec_nested_level == 0,
-					  0, 0, NULL, NULL, NULL, NULL, jstate);
+					  0, 0, NULL, NULL, NULL, NULL, NULL, jstate);
 }
 
 /*
@@ -424,7 +493,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
 					  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
 					  m.duration_ms, 0, &m.bufusage, &m.walusage, NULL,
-					  NULL, NULL);
+					  NULL, m.cpu_sampled ? &m.cpu : NULL, NULL);
 	}
 
 	return result;
@@ -476,16 +545,83 @@ next_ExecutorStart(QueryDesc *queryDesc, int eflags)
 }
 
 /*
+ * cpu_start_forget
+ *		Reset callback of a timed execution's query context: unlink its
+ *		CpuStart (still linked if the execution never reached
+ *		ExecutorEnd, e.g. after an ERROR).
+ */
+static void
+cpu_start_forget(void *arg)
+{
+	CpuStart   *cs = (CpuStart *) arg;
+
+	if (cs->queryDesc != NULL)
+		dlist_delete(&cs->node);
+	cs->queryDesc = NULL;
+}
+
+/*
+ * cpu_start_take
+ *		The CpuStart of an execution, unlinked, or NULL if it was not
+ *		timed.
+ */
+static CpuStart *
+cpu_start_take(QueryDesc *queryDesc)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &cpu_starts)
+	{
+		CpuStart   *cs = dlist_container(CpuStart, node, it.cur);
+
+		if (cs->queryDesc == queryDesc)
+		{
+			dlist_delete(&cs->node);
+			cs->queryDesc = NULL;
+			return cs;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * cpu_start_keep
+ *		Keep the CPU time sampled before a tracked execution's start-up in
+ *		a CpuStart in its query's memory context.  Without memory the
+ *		execution's CPU time is not sampled.
+ */
+static void
+cpu_start_keep(QueryDesc *queryDesc, const struct rusage *start)
+{
+	MemoryContext cxt = queryDesc->estate->es_query_cxt;
+	CpuStart   *cs;
+
+	cs = MemoryContextAllocExtended(cxt, sizeof(CpuStart), MCXT_ALLOC_NO_OOM);
+	if (cs == NULL)
+		return;
+	cs->queryDesc = queryDesc;
+	cs->start = *start;
+	cs->cb.func = cpu_start_forget;
+	cs->cb.arg = cs;
+	MemoryContextRegisterResetCallback(cxt, &cs->cb);
+	dlist_push_head(&cpu_starts, &cs->node);
+}
+
+/*
  * pgss_ng_ExecutorStart
  *		Ask the executor for instrumentation of tracked statements; the
  *		Instrumentation lives in the query's memory context.  An ERROR in
  *		the executor's start-up counts as a failed execution (frame of
- *		stmt_errors.c) and is re-thrown.
+ *		stmt_errors.c) and is re-thrown.  With pgss_ng.track_cpu, the CPU
+ *		time is sampled before the start-up (pg_stat_kcache counts
+ *		ExecutorStart to ExecutorEnd) and kept (cpu_start_keep).
  */
 static void
 pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	bool		tracked;
+	bool		cpu;
+	struct rusage start;
 	int			frame;
 
 	tracked = pgss_ng_stmt_ready() &&
@@ -498,6 +634,9 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		return;
 	}
 
+	cpu = pgss_ng_track_cpu;
+	if (cpu)
+		getrusage(PGSS_NG_RUSAGE_WHO, &start);
 	frame = begin_exec_frame(queryDesc);
 	PG_TRY();
 	{
@@ -519,6 +658,8 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		queryDesc->totaltime = InstrAlloc(1, INSTRUMENT_ALL, false);
 		MemoryContextSwitchTo(oldcxt);
 	}
+	if (cpu)
+		cpu_start_keep(queryDesc, &start);
 }
 
 /*
@@ -589,14 +730,16 @@ pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 
 /*
  * pgss_ng_ExecutorEnd
- *		Record the execution (time in ms, rows, buffers, WAL, JIT and,
- *		from PostgreSQL 18, parallel workers) and, at top level, flush the
- *		backend's pending counters.
+ *		Record the execution (time in ms, rows, buffers, WAL, JIT, from
+ *		PostgreSQL 18 parallel workers, and CPU time if it was sampled)
+ *		and, at top level, flush the backend's pending counters.
  */
 static void
 pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 {
 	uint64		queryId = queryDesc->plannedstmt->queryId;
+	CpuStart   *cs = dlist_is_empty(&cpu_starts) ? NULL :
+		cpu_start_take(queryDesc);
 
 	if (pgss_ng_stmt_ready() && queryId != UINT64CONST(0) &&
 		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level))
@@ -610,7 +753,10 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
 		parallel = &workers;
 #endif
+		PgssNgCpuUsage cpu;
 
+		if (cs)
+			cpu_since(&cs->start, &cpu);
 		InstrEndLoop(queryDesc->totaltime);
 		pgss_ng_store(queryDesc->sourceText, queryId,
 					  queryDesc->plannedstmt->stmt_location,
@@ -621,7 +767,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 					  &queryDesc->totaltime->bufusage,
 					  &queryDesc->totaltime->walusage,
 					  estate->es_jit ? &estate->es_jit->instr : NULL,
-					  parallel, NULL);
+					  parallel, cs ? &cpu : NULL, NULL);
 	}
 
 	if (exec_nested_level == 0)
@@ -733,7 +879,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	pgss_ng_store(queryString, saved_queryId, saved_stmt_location,
 				  saved_stmt_len, PGSS_NG_EXEC, exec_nested_level == 0,
 				  m.duration_ms, rows, &m.bufusage, &m.walusage, NULL, NULL,
-				  NULL);
+				  m.cpu_sampled ? &m.cpu : NULL, NULL);
 
 	if (exec_nested_level == 0)
 		pgss_ng_flush(false);

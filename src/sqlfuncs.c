@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * sqlfuncs.c
- *	  SQL-callable functions: pgss_ng(showtext), pgss_ng_reset(...) and
- *	  pgss_ng_info().
+ *	  SQL-callable functions: pgss_ng(showtext), pgss_ng_reset(...),
+ *	  pgss_ng_info() and the time histograms of one entry,
+ *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
  * Privileges follow pg_stat_statements: every role may read the view, but
  * only superusers and roles with the privileges of pg_read_all_stats see
- * the queryid and text of other roles' statements.  pgss_ng_reset() is
- * revoked from PUBLIC in the install script.
+ * the queryid and text of other roles' statements, and only they may read
+ * the histograms of other roles' statements.  pgss_ng_reset() is revoked
+ * from PUBLIC in the install script.
  *
  * These functions only turn what the statement kind (stmt_kind.h) gives
  * them into tuples: a snapshot of the entries, the info counters; the
@@ -23,6 +25,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/htup_details.h"
 #include "catalog/pg_authid.h"
 #include "funcapi.h"
@@ -37,11 +41,18 @@
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_reset);
 PG_FUNCTION_INFO_V1(pgss_ng_info);
+PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
+PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
-/* number of output columns of pgss_ng() */
+/*
+ * number of output columns of pgss_ng(): identity, time groups, sums,
+ * stats_since and minmax_stats_since, own counters and last_executed,
+ * quantiles, CPU times
+ */
 #define PGSS_NG_COLS \
 	(5 + 6 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + 2 + \
-	 PGSS_NG_NUM_OWN_COUNTERS + 1)
+	 PGSS_NG_NUM_OWN_COUNTERS + 1 + \
+	 PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + 2 * PGSS_NG_NUMPHASE)
 
 /*
  * check_loaded
@@ -101,6 +112,48 @@ put_time_columns(Datum *values, int i, const PgssNgTimeStats *t)
 }
 
 /*
+ * put_quantile_columns
+ *		Emit the time quantiles of one phase (ms), NULL when its histogram
+ *		is empty (no call since the last reset).  Returns the next column
+ *		index.
+ */
+static int
+put_quantile_columns(Datum *values, bool *nulls, int i, const double *q)
+{
+	int			j;
+
+	for (j = 0; j < PGSS_NG_NUM_QUANTILES; j++)
+	{
+		if (isnan(q[j]))
+			nulls[i++] = true;
+		else
+			values[i++] = Float8GetDatum(q[j]);
+	}
+	return i;
+}
+
+/*
+ * put_cpu_columns
+ *		Emit the user and system CPU time (ms) of one phase, NULL when no
+ *		call of it was sampled (pgss_ng.track_cpu off).  Returns the next
+ *		column index.
+ */
+static int
+put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
+				PgssNgPhase phase)
+{
+	if (c->cpu_samples[phase] == 0)
+	{
+		nulls[i++] = true;
+		nulls[i++] = true;
+		return i;
+	}
+	values[i++] = Float8GetDatum(c->user_time[phase]);
+	values[i++] = Float8GetDatum(c->system_time[phase]);
+	return i;
+}
+
+/*
  * put_identity_columns
  *		Emit userid, dbid, toplevel, queryid and query: the last two only
  *		for the role's own statements or with the privileges of
@@ -154,7 +207,8 @@ put_identity_columns(Datum *values, bool *nulls, int i,
  *		cannot measure a counter (its "measured" flag in
  *		PGSS_NG_SUM_COUNTERS), then pgss_ng's own: errors,
  *		error_exec_time, last_executed (NULL when no execution was
- *		recorded).  The caller's own pending counters are flushed first,
+ *		recorded), exec and plan time quantiles, exec and plan CPU times.
+ *		The caller's own pending counters are flushed first,
  *		so a session always sees its own finished statements.  Not strict
  *		(changed_since defaults to NULL): a NULL showtext returns no rows,
  *		as a strict function would.
@@ -219,6 +273,12 @@ pgss_ng(PG_FUNCTION_ARGS)
 		else
 			nulls[i++] = true;
 #undef PUT_SUM
+		i = put_quantile_columns(values, nulls, i,
+								 es->quantiles[PGSS_NG_EXEC]);
+		i = put_quantile_columns(values, nulls, i,
+								 es->quantiles[PGSS_NG_PLAN]);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
 
 		Assert(i == PGSS_NG_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -300,4 +360,80 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * histogram_srf
+ *		Rows (lower_ms, upper_ms, count) for each non-empty bucket of the
+ *		phase's time histogram of the entry (userid, dbid, queryid,
+ *		toplevel), lowest first; none for an unknown entry (the functions
+ *		are STRICT: NULL arguments give no rows either).
+ *
+ * Privileges as the view's: a role sees its own statements'; another
+ * role's only with the privileges of pg_read_all_stats, else ERROR
+ * (whether the entry exists or not, so that nothing is told about it).
+ * Errors: library not preloaded; that privilege.
+ */
+static Datum
+histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PgssNgStmtKey key;
+	PgssNgHistPair hist;
+	int			b;
+
+	check_loaded();
+
+	memset(&key, 0, sizeof(key));
+	key.userid = PG_GETARG_OID(0);
+	key.dbid = PG_GETARG_OID(1);
+	key.queryid = (uint64) PG_GETARG_INT64(2);
+	key.toplevel = PG_GETARG_BOOL(3);
+
+	if (key.userid != GetUserId() &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read the time histogram of "
+						"another role's statement"),
+				 errdetail("Only roles with privileges of the \"%s\" role "
+						   "may read it.", "pg_read_all_stats")));
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	(void) pgss_ng_stmt_histograms(&key, &hist);
+	for (b = 0; b < PGSS_NG_HIST_NBUCKETS; b++)
+	{
+		uint32		count = pgss_ng_hist_count(&hist, phase, b);
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+		double		lower;
+		double		upper;
+
+		if (count == 0)
+			continue;
+		pgss_ng_hist_bounds(b, &lower, &upper);
+		values[0] = Float8GetDatum(lower);
+		values[1] = Float8GetDatum(upper);
+		values[2] = Int64GetDatum((int64) count);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+							 nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * pgss_ng_exec_time_histogram / pgss_ng_plan_time_histogram
+ *		(userid, dbid, queryid, toplevel): see histogram_srf.
+ */
+Datum
+pgss_ng_exec_time_histogram(PG_FUNCTION_ARGS)
+{
+	return histogram_srf(fcinfo, PGSS_NG_EXEC);
+}
+
+Datum
+pgss_ng_plan_time_histogram(PG_FUNCTION_ARGS)
+{
+	return histogram_srf(fcinfo, PGSS_NG_PLAN);
 }

@@ -49,7 +49,7 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.name = "pgss_ng",
 	.key_size = sizeof(PgssNgStmtKey),
 	.shared_size = sizeof(PgssNgStmtShared),
-	.pending_size = sizeof(PgssNgCounters),
+	.pending_size = sizeof(PgssNgPending),
 	.max_pending = PGSS_NG_MAX_PENDING,
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
@@ -59,6 +59,10 @@ static const PgssNgKindInfo stmt_kind_info = {
 };
 
 PgssNgKind *pgss_ng_stmt_kind = NULL;
+
+const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES] = {
+	0.5, 0.9, 0.95, 0.99, 0.999
+};
 PgssNgInfo *pgss_ng_info_shared = NULL;
 
 /* counted in PgssNgInfo.nattached (pgss_ng_stmt_attach) */
@@ -306,7 +310,7 @@ stmt_free(PgssNgKind *kind, void *shared_data)
  * pgss_ng_stmt_merge
  *		Add the counters of src (pending data) into dst (shared data).
  *
- * Calls, totals and block/WAL/JIT counters add up.  Means and sums of
+ * Calls, totals, block/WAL/JIT counters and CPU times add up.  Means and sums of
  * squared deviations are combined with the parallel form of Welford's
  * method (Chan et al.), so the result equals one pass over all calls up to
  * rounding.  min/max take the smaller/larger, and restart after a min/max
@@ -357,6 +361,13 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 	PGSS_NG_SUM_COUNTERS(MERGE_SUM)
 	PGSS_NG_OWN_COUNTERS(MERGE_SUM)
 #undef MERGE_SUM
+
+	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
+	{
+		dst->cpu_samples[k] += src->cpu_samples[k];
+		dst->user_time[k] += src->user_time[k];
+		dst->system_time[k] += src->system_time[k];
+	}
 }
 
 /*
@@ -371,16 +382,18 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
  * first (as pg_stat_statements "unsticks" an entry), so that every
  * statement run once has the same value however its entry was made.
  * Failed executions count as uses too.  Pending counts that began before
- * the entry's last min/max reset do not set its min/max.  The entry is
- * stamped as changed (stmt_stamp_changed, clock read under the lock), and
- * last_executed set to that time when executions (successful or failed)
- * are merged.
+ * the entry's last min/max reset do not set its min/max nor go into its
+ * time histograms, which describe the times since that reset.  The entry
+ * is stamped as changed (stmt_stamp_changed, clock read under the lock),
+ * and last_executed set to that time when executions (successful or
+ * failed) are merged.
  */
 static bool
 stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 {
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) ref->shared_data;
-	const PgssNgCounters *c = (const PgssNgCounters *) ref->pending;
+	const PgssNgPending *p = (const PgssNgPending *) ref->pending;
+	const PgssNgCounters *c = &p->counters;
 	bool		first;
 	double		uses;
 	bool		fresh;
@@ -401,6 +414,11 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	minmax[PGSS_NG_PLAN] = fresh;
 	minmax[PGSS_NG_EXEC] = fresh;
 	pgss_ng_stmt_merge(sh, c, minmax);
+	if (fresh)
+	{
+		pgss_ng_hist_merge(&sh->hist, PGSS_NG_PLAN, &p->hist[PGSS_NG_PLAN]);
+		pgss_ng_hist_merge(&sh->hist, PGSS_NG_EXEC, &p->hist[PGSS_NG_EXEC]);
+	}
 	if (first && uses > 0)
 		uses -= 1;
 	stmt_stamp_changed(sh);
@@ -420,7 +438,8 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 static void
 stmt_discard_pending(PgssNgEntryRef *ref)
 {
-	const PgssNgCounters *c = (const PgssNgCounters *) ref->pending;
+	const PgssNgPending *p = (const PgssNgPending *) ref->pending;
+	const PgssNgCounters *c = &p->counters;
 
 	pgss_ng_stmt_count_dropped(total_calls(c) + c->errors);
 }
@@ -428,18 +447,28 @@ stmt_discard_pending(PgssNgEntryRef *ref)
 /*
  * count_one
  *		Record one planning or execution (phase) in pending counters
- *		(backend-local, no lock).  total_time in ms.  Mean and variance by
- *		Welford's method.  What the server does not measure (compat.h's
+ *		(backend-local, no lock).  total_time in ms, counted in the
+ *		phase's histogram too.  Mean and variance by Welford's method.  What the server does not measure (compat.h's
  *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage and
  *		parallel may be NULL (nothing to add).  A JIT phase is counted in
  *		its *_count when its time is non-zero, as pg_stat_statements does.
+ *		cpu: the call's CPU time, or NULL when it was not sampled.
  */
 static void
-count_one(PgssNgCounters *c, PgssNgPhase phase, double total_time,
+count_one(PgssNgPending *p, PgssNgPhase phase, double total_time,
 		  uint64 rows, const BufferUsage *bufusage, const WalUsage *walusage,
 		  const JitInstrumentation *jitusage,
-		  const PgssNgParallelUsage *parallel)
+		  const PgssNgParallelUsage *parallel, const PgssNgCpuUsage *cpu)
 {
+	PgssNgCounters *c = &p->counters;
+
+	pgss_ng_hist_add(&p->hist[phase], total_time);
+	if (cpu)
+	{
+		c->cpu_samples[phase] += 1;
+		c->user_time[phase] += cpu->user_ms;
+		c->system_time[phase] += cpu->system_ms;
+	}
 	c->calls[phase] += 1;
 	c->total_time[phase] += total_time;
 	if (c->calls[phase] == 1)
@@ -565,6 +594,7 @@ typedef struct StoreArgs
 	const WalUsage *walusage;
 	const JitInstrumentation *jitusage; /* or NULL */
 	const PgssNgParallelUsage *parallel;	/* or NULL */
+	const PgssNgCpuUsage *cpu;	/* or NULL */
 	JumbleState *jstate;		/* parse analysis only, or NULL */
 } StoreArgs;
 
@@ -627,8 +657,10 @@ store_internal(void *arg)
 		pgss_ng_stmt_count_dropped(1);
 		return;
 	}
-	count_one(c, sa->phase, sa->total_time, sa->rows, sa->bufusage,
-			  sa->walusage, sa->jitusage, sa->parallel);
+	/* c is the first member of the pending entry (PgssNgPending) */
+	count_one((PgssNgPending *) c, sa->phase, sa->total_time, sa->rows,
+			  sa->bufusage, sa->walusage, sa->jitusage, sa->parallel,
+			  sa->cpu);
 }
 
 /*
@@ -637,7 +669,8 @@ store_internal(void *arg)
  *		make its entry with the normalized text).  Called from the hooks.
  *
  * query/query_location/query_len locate the statement in its source
- * string; total_time is in ms.  No ERROR escapes into the user's
+ * string; total_time is in ms; cpu is the call's CPU time, NULL if it was
+ * not sampled.  No ERROR escapes into the user's
  * statement: one raised below is caught, logged, and the planning or
  * execution counted as dropped.
  */
@@ -646,12 +679,13 @@ pgss_ng_store(const char *query, uint64 queryid, int query_location,
 			  int query_len, PgssNgPhase phase, bool toplevel,
 			  double total_time, uint64 rows, const BufferUsage *bufusage,
 			  const WalUsage *walusage, const JitInstrumentation *jitusage,
-			  const PgssNgParallelUsage *parallel, JumbleState *jstate)
+			  const PgssNgParallelUsage *parallel,
+			  const PgssNgCpuUsage *cpu, JumbleState *jstate)
 {
 	/* in StoreArgs' order */
 	StoreArgs	sa = {query, queryid, query_location, query_len, phase,
 					  toplevel, total_time, rows, bufusage, walusage,
-					  jitusage, parallel, jstate};
+					  jitusage, parallel, cpu, jstate};
 
 	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
 		return;

@@ -30,6 +30,7 @@
 #include "jit/jit.h"
 #include "compat.h"
 
+#include "hist.h"
 #include "kind.h"
 #include "qtext.h"
 
@@ -130,7 +131,9 @@ typedef struct PgssNgStmtKey
 /*
  * Counters of one statement, both in shared entries and in pending data:
  * per phase the calls and their times (ms; mean and sum of squared
- * deviations for Welford's method), then the sums.
+ * deviations for Welford's method), then the sums, then the CPU time of
+ * the calls that were sampled (pgss_ng.track_cpu): how many, and their
+ * user and system CPU time in ms.
  */
 typedef struct PgssNgCounters
 {
@@ -142,7 +145,21 @@ typedef struct PgssNgCounters
 	double		sum_var_time[PGSS_NG_NUMPHASE]; /* sum of squared deviations */
 	PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_FIELD)
 	PGSS_NG_OWN_COUNTERS(PGSS_NG_COUNTER_FIELD)
+	int64		cpu_samples[PGSS_NG_NUMPHASE];	/* calls with CPU time */
+	double		user_time[PGSS_NG_NUMPHASE];	/* ms */
+	double		system_time[PGSS_NG_NUMPHASE];	/* ms */
 } PgssNgCounters;
+
+/* CPU time of one planning or execution (getrusage), ms */
+typedef struct PgssNgCpuUsage
+{
+	double		user_ms;
+	double		system_ms;
+} PgssNgCpuUsage;
+
+/* The quantiles shown per phase: p50, p90, p95, p99, p999. */
+#define PGSS_NG_NUM_QUANTILES	5
+extern const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES];
 
 /* The time group of one phase as a reader sees it (ms). */
 typedef struct PgssNgTimeStats
@@ -161,6 +178,8 @@ typedef struct PgssNgStmtSnapshot
 	PgssNgStmtKey key;
 	PgssNgTimeStats times[PGSS_NG_NUMPHASE];
 	PgssNgCounters counters;	/* the sums; times are in times[] */
+	/* time quantiles (ms) of pgss_ng_quantiles, NaN when no histogram */
+	double		quantiles[PGSS_NG_NUMPHASE][PGSS_NG_NUM_QUANTILES];
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
@@ -211,6 +230,7 @@ extern void pgss_ng_store(const char *query, uint64 queryid,
 						  const WalUsage *walusage,
 						  const JitInstrumentation *jitusage,
 						  const PgssNgParallelUsage *parallel,
+						  const PgssNgCpuUsage *cpu,
 						  JumbleState *jstate);
 extern void pgss_ng_flush(bool force);
 
@@ -228,6 +248,8 @@ extern PgssNgStmtSnapshot *pgss_ng_stmt_snapshot(bool want_text,
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 									  bool minmax_only);
 extern void pgss_ng_stmt_info(PgssNgStmtInfo *out);
+extern bool pgss_ng_stmt_histograms(const PgssNgStmtKey *key,
+									PgssNgHistPair *out);
 
 /* the writer (persist.c) */
 extern void pgss_ng_stmt_save_info(PgssNgSavedInfo *out);

@@ -25,6 +25,7 @@ typedef struct PgssNgStmtShared
 {
 	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
+	PgssNgHistPair hist;		/* times since minmax_stats_since, by phase */
 	dsa_pointer qtext;			/* query text (qtext.c), or invalid */
 	int			encoding;		/* its encoding */
 	TimestampTz stats_since;	/* entry creation */
@@ -33,6 +34,16 @@ typedef struct PgssNgStmtShared
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
 	TimestampTz changed_at;		/* last change (see the file header) */
 } PgssNgStmtShared;
+
+/*
+ * Pending data of one statement in a backend: the counters, and the
+ * histograms of the plan and exec times counted since the last flush.
+ */
+typedef struct PgssNgPending
+{
+	PgssNgCounters counters;	/* first: pgss_ng_stmt_pending() returns it */
+	PgssNgHistDense hist[PGSS_NG_NUMPHASE];
+} PgssNgPending;
 
 /* Extension-wide counters shown by pgss_ng_info, in main shared memory. */
 typedef struct PgssNgInfo

@@ -31,7 +31,9 @@
  *		Copy one entry (and its text) into the snapshot array, unless a
  *		reader may not see it yet (an entry with neither calls, plans nor
  *		errors was only made at parse analysis) or it has not changed since
- *		changed_since (changed_at earlier).  Runs with the entry lock and its
+ *		changed_since (changed_at earlier).  The time quantiles are computed
+ *		here from the histograms (a snapshot does not copy them: 1 KiB
+ *		each).  Runs with the entry lock and its
  *		partition lock held shared; palloc may raise an out-of-memory ERROR,
  *		which aborts the reader's transaction and releases the locks.
  *		Memory: the caller's context.
@@ -52,6 +54,8 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	SnapshotState *st = (SnapshotState *) arg;
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	PgssNgStmtSnapshot *es;
+	int			k;
+	int			q;
 
 	if (total_calls(&sh->counters) == 0 && sh->counters.errors == 0)
 		return;
@@ -66,6 +70,16 @@ snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	es = &st->entries[st->n++];
 	memcpy(&es->key, key, sizeof(PgssNgStmtKey));
 	es->counters = sh->counters;
+	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
+	{
+		double		min = sh->have_minmax[k] ? sh->counters.min_time[k] : 1;
+		double		max = sh->have_minmax[k] ? sh->counters.max_time[k] : 0;
+
+		for (q = 0; q < PGSS_NG_NUM_QUANTILES; q++)
+			es->quantiles[k][q] =
+				pgss_ng_hist_quantile(&sh->hist, k, pgss_ng_quantiles[q],
+									  min, max);
+	}
 	es->encoding = sh->encoding;
 	es->stats_since = sh->stats_since;
 	es->minmax_stats_since = sh->minmax_stats_since;
@@ -167,8 +181,8 @@ reset_match(const void *key, void *arg)
 
 /*
  * reset_minmax
- *		Update callback: restart the min/max of plan and exec times; entry
- *		lock held exclusively.  The next flushed call sets them again; a
+ *		Update callback: restart the min/max and the histograms of plan and
+ *		exec times; entry lock held exclusively.  The next flushed call sets them again; a
  *		pending entry made before now brings no min/max (stmt_flush_pending).
  *		The entry changed (stmt_stamp_changed).
  */
@@ -185,6 +199,7 @@ reset_minmax(void *shared_data, void *arg)
 		sh->counters.max_time[k] = 0;
 		sh->have_minmax[k] = false;
 	}
+	memset(&sh->hist, 0, sizeof(sh->hist));
 	sh->minmax_stats_since = f->now;
 	sh->minmax_reset_at = f->now;
 	stmt_stamp_changed(sh);
@@ -193,7 +208,8 @@ reset_minmax(void *shared_data, void *arg)
 /*
  * pgss_ng_stmt_reset
  *		Remove the entries matching (userid, dbid, queryid), 0 meaning any;
- *		with minmax_only, keep them and restart their min/max times instead.
+ *		with minmax_only, keep them and restart their min/max times and
+ *		time histograms instead.
  *		Resetting everything also restarts the event counters of
  *		pgss_ng_info (dealloc, dropped, backstop_skips, qtext_dropped,
  *		stats_reset).  Counts still pending in other backends for removed
@@ -252,6 +268,35 @@ pgss_ng_stmt_info(PgssNgStmtInfo *out)
 	SpinLockRelease(&pgss_ng_info_shared->mutex);
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
+}
+
+/*
+ * histograms_visit
+ *		pgss_ng_kind_read visitor: copy the entry's histograms.  Entry lock
+ *		and partition lock held shared.
+ */
+static void
+histograms_visit(PgssNgKind *kind, const void *key, const void *shared_data,
+				 void *arg)
+{
+	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+
+	memcpy(arg, &sh->hist, sizeof(PgssNgHistPair));
+}
+
+/*
+ * pgss_ng_stmt_histograms
+ *		Copy the plan and exec time histograms of the entry for key into
+ *		*out; false (and *out empty) when there is no such entry.  This
+ *		backend's pending counters are flushed first, as for a snapshot.
+ *		Locks: the key's partition lock and entry lock, shared.
+ */
+bool
+pgss_ng_stmt_histograms(const PgssNgStmtKey *key, PgssNgHistPair *out)
+{
+	memset(out, 0, sizeof(*out));
+	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
+	return pgss_ng_kind_read(pgss_ng_stmt_kind, key, histograms_visit, out);
 }
 
 /*
@@ -314,6 +359,7 @@ typedef struct StmtRecord
 	PgssNgStmtKey key;
 	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMPHASE];
+	PgssNgHistPair hist;
 	int32		encoding;
 	int32		qlen;
 	TimestampTz stats_since;
@@ -348,6 +394,7 @@ pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
 	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
 	rec.counters = sh->counters;
 	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
+	rec.hist = sh->hist;
 	rec.encoding = sh->encoding;
 	rec.qlen = text ? qlen : -1;
 	rec.stats_since = sh->stats_since;
@@ -378,6 +425,7 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 
 	sh->counters = ra->rec->counters;
 	memcpy(sh->have_minmax, ra->rec->have_minmax, sizeof(sh->have_minmax));
+	sh->hist = ra->rec->hist;
 	sh->encoding = ra->rec->encoding;
 	sh->stats_since = ra->rec->stats_since;
 	sh->minmax_stats_since = ra->rec->minmax_stats_since;
@@ -403,6 +451,7 @@ stmt_merge_saved(void *shared_data, void *arg)
 	const StmtRecord *rec = (const StmtRecord *) arg;
 
 	pgss_ng_stmt_merge(sh, &rec->counters, rec->have_minmax);
+	pgss_ng_hist_merge_pair(&sh->hist, &rec->hist);
 	sh->stats_since = Min(sh->stats_since, rec->stats_since);
 	sh->minmax_stats_since = Min(sh->minmax_stats_since,
 								 rec->minmax_stats_since);
@@ -441,7 +490,7 @@ pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
 		return false;
 	memcpy(&rec, data, sizeof(StmtRecord));
 	if (rec.qlen < -1 || len != sizeof(StmtRecord) + Max(rec.qlen, 0) ||
-		!PG_VALID_BE_ENCODING(rec.encoding))
+		!PG_VALID_BE_ENCODING(rec.encoding) || !pgss_ng_hist_valid(&rec.hist))
 		return false;
 
 	ra.rec = &rec;

@@ -1,0 +1,138 @@
+--
+-- 030_histogram: the execution-time histogram and its quantiles.
+--   pg_sleep 1 ms x 50, 20 ms x 5, 200 ms x 1 (one entry): its histogram
+--   holds exactly 56 calls, none in a bucket below the asked time, the
+--   quantiles lie in the bucket of their rank and, for p99/p999 (rank 56:
+--   the slowest call, whose exact time is max_exec_time), within the
+--   bound (gamma - 1) / (gamma + 1) = 4.951% with gamma = 2^(1/7).  A sleep
+--   can only get longer under load; the few assertions with an upper time
+--   (a 1 ms sleep takes under 15 ms, a 20 ms one under 150 ms) are
+--   generous.  Buckets are log-spaced (upper / lower = gamma).  Plan-time
+--   quantiles are NULL without track_planning, and with it the plan
+--   histogram holds every planning.  A min/max reset empties the
+--   histograms (quantiles NULL, calls kept) and counting restarts; a full
+--   reset removes them.  Bad input: NULL arguments and unknown keys give
+--   no rows; another role's statement needs pg_read_all_stats.
+--
+SELECT pgss_ng_reset() IS NOT NULL;
+
+\set ECHO none
+\o /dev/null
+SELECT 'SELECT pg_sleep(0.001)' FROM generate_series(1, 50) \gexec
+SELECT 'SELECT pg_sleep(0.02)' FROM generate_series(1, 5) \gexec
+SELECT pg_sleep(0.2);
+\o
+\set ECHO all
+
+SELECT userid AS h_user, dbid AS h_db, queryid AS h_qid, toplevel AS h_top
+FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)' \gset
+
+SELECT calls, plans, max_exec_time >= 200 AS max_ge_200,
+       exec_time_p50 IS NOT NULL AS has_p50,
+       plan_time_p50 IS NULL AND plan_time_p999 IS NULL AS no_plan_quantiles
+FROM pgss_ng WHERE queryid = :h_qid;
+
+-- exact counts: 56 in all, none below 1 ms, 6 from 15 ms, 1 from 150 ms
+SELECT sum(count) AS total,
+       coalesce(sum(count) FILTER (WHERE upper_ms <= 1.0), 0) AS below_1ms,
+       sum(count) FILTER (WHERE lower_ms >= 15) AS from_15ms,
+       sum(count) FILTER (WHERE lower_ms >= 150) AS from_150ms,
+       bool_and(count > 0) AS no_empty_rows,
+       bool_and(abs(upper_ms / lower_ms - 2 ^ (1.0 / 7)) < 1e-9) AS log_spaced
+FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+
+-- the bucket holding each quantile's rank (nearest rank: ceil(q * 56))
+CREATE TEMP TABLE h AS
+SELECT lower_ms, upper_ms, count,
+       sum(count) OVER (ORDER BY lower_ms) AS cum
+FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+CREATE TEMP TABLE qs AS
+SELECT q.name, q.rank, v.value,
+       (SELECT lower_ms FROM h WHERE cum >= q.rank ORDER BY lower_ms LIMIT 1) AS lo,
+       (SELECT upper_ms FROM h WHERE cum >= q.rank ORDER BY lower_ms LIMIT 1) AS hi
+FROM (VALUES ('p50', 28), ('p90', 51), ('p95', 54), ('p99', 56), ('p999', 56))
+       q(name, rank)
+JOIN (SELECT unnest(ARRAY['p50', 'p90', 'p95', 'p99', 'p999']) AS name,
+             unnest(ARRAY[exec_time_p50, exec_time_p90, exec_time_p95,
+                          exec_time_p99, exec_time_p999]) AS value
+      FROM pgss_ng WHERE queryid = :h_qid) v USING (name);
+SELECT name, rank, value >= lo AND value <= hi AS in_rank_bucket,
+       CASE name WHEN 'p50' THEN lo >= 0.95 AND hi <= 15
+                 WHEN 'p90' THEN lo >= 15 AND hi <= 150
+                 WHEN 'p95' THEN lo >= 15 AND hi <= 150
+                 ELSE lo >= 150 END AS bucket_of_its_sleep
+FROM qs ORDER BY rank, name;
+-- rank 56 is the slowest call: its exact time is max_exec_time
+SELECT abs(exec_time_p99 - max_exec_time) / max_exec_time <= 0.04951 AS p99_within_bound,
+       abs(exec_time_p999 - max_exec_time) / max_exec_time <= 0.04951 AS p999_within_bound,
+       exec_time_p50 <= exec_time_p90 AND exec_time_p90 <= exec_time_p95
+         AND exec_time_p95 <= exec_time_p99
+         AND exec_time_p99 <= exec_time_p999 AS monotonic,
+       exec_time_p50 >= min_exec_time AND exec_time_p999 <= max_exec_time
+         AS within_min_max
+FROM pgss_ng WHERE queryid = :h_qid;
+
+-- every entry: its histogram holds exactly its calls
+SELECT count(*) > 3 AS entries,
+       bool_and(calls = (SELECT coalesce(sum(count), 0)
+                         FROM pgss_ng_exec_time_histogram(p.userid, p.dbid,
+                                                          p.queryid, p.toplevel)))
+         AS sums_equal_calls
+FROM pgss_ng p;
+
+-- plan times, with track_planning
+SET pgss_ng.track_planning = on;
+\set ECHO none
+\o /dev/null
+SELECT 'SELECT pg_sleep(0.001)' FROM generate_series(1, 3) \gexec
+\o
+\set ECHO all
+SET pgss_ng.track_planning = off;
+SELECT calls, plans, plan_time_p50 > 0 AS has_plan_p50,
+       plan_time_p50 <= plan_time_p999 AS plan_monotonic,
+       (SELECT sum(count) FROM pgss_ng_plan_time_histogram(:h_user, :h_db,
+                                                           :h_qid, :'h_top'))
+         AS plan_hist_total
+FROM pgss_ng WHERE queryid = :h_qid;
+
+-- a min/max reset empties both histograms; calls stay
+SELECT pgss_ng_reset(0, 0, :h_qid, true) IS NOT NULL;
+SELECT calls, plans, exec_time_p50 IS NULL AS p50_null,
+       exec_time_p999 IS NULL AS p999_null, plan_time_p50 IS NULL AS plan_null
+FROM pgss_ng WHERE queryid = :h_qid;
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+-- counting restarts
+SELECT pg_sleep(0.001);
+SELECT calls, exec_time_p50 >= 0.95 AS p50_again,
+       exec_time_p50 = exec_time_p999 AS one_call
+FROM pgss_ng WHERE queryid = :h_qid;
+SELECT sum(count) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+
+-- bad input: no rows, no error
+SELECT count(*) FROM pgss_ng_exec_time_histogram(NULL, :h_db, :h_qid, :'h_top');
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, NULL, :h_qid, :'h_top');
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, NULL, :'h_top');
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, NULL);
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, 0, :'h_top');
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, -1, :'h_top');
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, 0, :h_qid, :'h_top');
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, NOT :'h_top'::bool);
+SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, 12345, :'h_top');
+
+-- privileges: another role's statement needs pg_read_all_stats
+CREATE ROLE regress_pgss_ng_hist_user;
+CREATE ROLE regress_pgss_ng_hist_stats IN ROLE pg_read_all_stats;
+SET ROLE regress_pgss_ng_hist_user;
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, 12345, :'h_top');
+SELECT count(*) FROM pgss_ng_exec_time_histogram(NULL, :h_db, :h_qid, :'h_top');
+RESET ROLE;
+SET ROLE regress_pgss_ng_hist_stats;
+SELECT sum(count) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+RESET ROLE;
+DROP ROLE regress_pgss_ng_hist_user, regress_pgss_ng_hist_stats;
+
+-- a full reset removes the entry and its histograms
+SELECT pgss_ng_reset() IS NOT NULL;
+SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');

@@ -1,0 +1,300 @@
+/*-------------------------------------------------------------------------
+ *
+ * hist.c
+ *	  Log-scale time histograms: which bucket a time falls in, a bucket's
+ *	  bounds, merging a backend's dense histogram into the compact pair of
+ *	  a shared entry, and quantiles.  See hist.h for the bucket layout.
+ *
+ * The compact pair.  Two dense histograms of 201 uint32 counts would take
+ * 1608 bytes; a statement's times rarely span more than a few decades, so
+ * each histogram keeps only the window of buckets between its lowest and
+ * its highest non-empty one, both windows in one pool of 254 counts (the
+ * pair takes exactly 1 KiB).  Histogram 1 (execution) never spans more
+ * than 201 buckets, so it always fits whole.  Only when the two windows
+ * together would need more than the pool does histogram 0 (planning) give
+ * way: its lowest buckets are folded into the lowest one it keeps (as
+ * DDSketch collapses its lowest buckets), so its counts stay exact in
+ * total and its quantiles above the fold keep their bound.  With
+ * track_planning off histogram 0 is empty and nothing is ever folded.
+ *
+ * Counts saturate at PG_UINT32_MAX per bucket (never wrap).
+ *
+ * Locking: none; see hist.h.  Errors: none raised.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "utils/float.h"
+
+#include "hist.h"
+
+/* gamma = 2^(1/7); the representative value is 2 * upper / (gamma + 1) */
+#define HIST_GAMMA	1.1040895136738123	/* pow(2, 1.0 / 7) */
+
+/*
+ * pgss_ng_hist_bucket
+ *		The bucket of a time in ms: 0 below 10 us (and for NaN), 200 from
+ *		about 1.005 h, else 1 + floor(7 * log2(ms / 0.01)).
+ */
+int
+pgss_ng_hist_bucket(double ms)
+{
+	double		l;
+
+	if (!(ms >= PGSS_NG_HIST_MIN_MS))
+		return 0;
+	l = log2(ms / PGSS_NG_HIST_MIN_MS) * PGSS_NG_HIST_PER_OCTAVE;
+	if (l >= PGSS_NG_HIST_NBUCKETS - 2)
+		return PGSS_NG_HIST_NBUCKETS - 1;
+	return (int) l + 1;
+}
+
+/*
+ * pgss_ng_hist_bounds
+ *		Lower and upper bound (ms) of a bucket: [0, 0.01) for bucket 0,
+ *		[~3.6e6, Infinity) for the last one.
+ */
+void
+pgss_ng_hist_bounds(int bucket, double *lower_ms, double *upper_ms)
+{
+	if (bucket <= 0)
+	{
+		*lower_ms = 0.0;
+		*upper_ms = PGSS_NG_HIST_MIN_MS;
+		return;
+	}
+	*lower_ms = PGSS_NG_HIST_MIN_MS *
+		pow(2.0, (double) (bucket - 1) / PGSS_NG_HIST_PER_OCTAVE);
+	if (bucket >= PGSS_NG_HIST_NBUCKETS - 1)
+		*upper_ms = get_float8_infinity();
+	else
+		*upper_ms = PGSS_NG_HIST_MIN_MS *
+			pow(2.0, (double) bucket / PGSS_NG_HIST_PER_OCTAVE);
+}
+
+/* first pool slot of histogram which */
+static inline int
+slot0(const PgssNgHistPair *p, int which)
+{
+	return which == 0 ? 0 : PGSS_NG_HIST_POOL - p->len[1];
+}
+
+/* saturating add */
+static inline uint32
+add_sat(uint32 a, uint64 b)
+{
+	uint64		s = (uint64) a + b;
+
+	return s > PG_UINT32_MAX ? PG_UINT32_MAX : (uint32) s;
+}
+
+/*
+ * pgss_ng_hist_count
+ *		The count of one bucket of histogram which of a pair.
+ */
+uint32
+pgss_ng_hist_count(const PgssNgHistPair *p, int which, int bucket)
+{
+	if (bucket < p->lo[which] || bucket >= p->lo[which] + p->len[which])
+		return 0;
+	return p->pool[slot0(p, which) + bucket - p->lo[which]];
+}
+
+/*
+ * decode / encode
+ *		A pair as two dense arrays of counts, and back.  encode folds the
+ *		lowest buckets of histogram 0 when both windows do not fit (see
+ *		the file header).
+ */
+static void
+decode(const PgssNgHistPair *p, uint32 dense[][PGSS_NG_HIST_NBUCKETS])
+{
+	int			w;
+	int			i;
+
+	memset(dense, 0, sizeof(uint32) * PGSS_NG_HIST_NHIST *
+		   PGSS_NG_HIST_NBUCKETS);
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+		for (i = 0; i < p->len[w]; i++)
+			dense[w][p->lo[w] + i] = p->pool[slot0(p, w) + i];
+}
+
+static void
+encode(PgssNgHistPair *p, uint32 dense[][PGSS_NG_HIST_NBUCKETS])
+{
+	int			lo[PGSS_NG_HIST_NHIST];
+	int			hi[PGSS_NG_HIST_NHIST];
+	int			w;
+	int			i;
+
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+	{
+		lo[w] = 0;
+		hi[w] = 0;
+		for (i = 0; i < PGSS_NG_HIST_NBUCKETS; i++)
+		{
+			if (dense[w][i] == 0)
+				continue;
+			if (hi[w] == 0)
+				lo[w] = i;
+			hi[w] = i + 1;
+		}
+	}
+
+	/* histogram 1 fits whole (201 <= 254); fold histogram 0's lowest */
+	if ((hi[0] - lo[0]) + (hi[1] - lo[1]) > PGSS_NG_HIST_POOL)
+	{
+		int			newlo = hi[0] - (PGSS_NG_HIST_POOL - (hi[1] - lo[1]));
+
+		for (i = lo[0]; i < newlo; i++)
+		{
+			dense[0][newlo] = add_sat(dense[0][newlo], dense[0][i]);
+			dense[0][i] = 0;
+		}
+		lo[0] = newlo;
+	}
+
+	memset(p, 0, sizeof(*p));
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+	{
+		p->lo[w] = lo[w];
+		p->len[w] = hi[w] - lo[w];
+	}
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+		for (i = 0; i < p->len[w]; i++)
+			p->pool[slot0(p, w) + i] = dense[w][lo[w] + i];
+}
+
+/*
+ * pgss_ng_hist_merge
+ *		Add a dense histogram into histogram which of a pair.  When the
+ *		dense one's buckets all lie in the pair's window (the usual case)
+ *		the counts are added in place; otherwise the pair is rebuilt.
+ *		Memory: 1.6 kB of stack.
+ */
+void
+pgss_ng_hist_merge(PgssNgHistPair *dst, int which, const PgssNgHistDense *src)
+{
+	uint32		dense[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
+	int			i;
+
+	if (src->hi == 0)
+		return;
+	if (dst->len[which] > 0 && src->lo >= dst->lo[which] &&
+		src->hi <= dst->lo[which] + dst->len[which])
+	{
+		uint32	   *slots = &dst->pool[slot0(dst, which) - dst->lo[which]];
+
+		for (i = src->lo; i < src->hi; i++)
+			slots[i] = add_sat(slots[i], src->count[i]);
+		return;
+	}
+	decode(dst, dense);
+	for (i = src->lo; i < src->hi; i++)
+		dense[which][i] = add_sat(dense[which][i], src->count[i]);
+	encode(dst, dense);
+}
+
+/*
+ * pgss_ng_hist_merge_pair
+ *		Add both histograms of src into dst (a saved record merged into an
+ *		entry).
+ */
+void
+pgss_ng_hist_merge_pair(PgssNgHistPair *dst, const PgssNgHistPair *src)
+{
+	uint32		a[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
+	uint32		b[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
+	int			w;
+	int			i;
+
+	decode(dst, a);
+	decode(src, b);
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+		for (i = 0; i < PGSS_NG_HIST_NBUCKETS; i++)
+			a[w][i] = add_sat(a[w][i], b[w][i]);
+	encode(dst, a);
+}
+
+/*
+ * pgss_ng_hist_valid
+ *		Is a pair read from a file well formed (windows inside the bucket
+ *		range, together inside the pool)?
+ */
+bool
+pgss_ng_hist_valid(const PgssNgHistPair *p)
+{
+	int			w;
+
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+		if (p->lo[w] + p->len[w] > PGSS_NG_HIST_NBUCKETS)
+			return false;
+	return p->len[0] + p->len[1] <= PGSS_NG_HIST_POOL;
+}
+
+/*
+ * pgss_ng_hist_total
+ *		Sum of the counts of histogram which.
+ */
+uint64
+pgss_ng_hist_total(const PgssNgHistPair *p, int which)
+{
+	uint64		n = 0;
+	int			i;
+
+	for (i = 0; i < p->len[which]; i++)
+		n += p->pool[slot0(p, which) + i];
+	return n;
+}
+
+/*
+ * pgss_ng_hist_quantile
+ *		The q-quantile (0 < q <= 1) of histogram which, in ms: the
+ *		representative value of the bucket holding the call of rank
+ *		ceil(q * n) (nearest rank, n the total count), brought into
+ *		[min_ms, max_ms] when max_ms >= min_ms (the exact extremes, which
+ *		can only move it closer to the true value).  NaN when empty.
+ *
+ * Within 4.95% of the true value when that lies in 10 us .. 1 h (and,
+ * for histogram 0, above any folded buckets).
+ */
+double
+pgss_ng_hist_quantile(const PgssNgHistPair *p, int which, double q,
+					  double min_ms, double max_ms)
+{
+	uint64		n = pgss_ng_hist_total(p, which);
+	uint64		rank;
+	uint64		cum = 0;
+	double		lower;
+	double		upper;
+	double		v;
+	int			i;
+
+	if (n == 0)
+		return get_float8_nan();
+	rank = (uint64) ceil(q * (double) n);
+	rank = Max(rank, 1);
+	rank = Min(rank, n);
+	for (i = 0; i < p->len[which]; i++)
+	{
+		cum += p->pool[slot0(p, which) + i];
+		if (cum >= rank)
+			break;
+	}
+	pgss_ng_hist_bounds(p->lo[which] + i, &lower, &upper);
+	if (isinf(upper))
+		v = lower;
+	else if (lower == 0.0)
+		v = upper;
+	else
+		v = 2.0 * upper / (HIST_GAMMA + 1.0);
+	if (max_ms >= min_ms)
+	{
+		v = Max(v, min_ms);
+		v = Min(v, max_ms);
+	}
+	return v;
+}

@@ -1,0 +1,107 @@
+/*-------------------------------------------------------------------------
+ *
+ * hist.h
+ *	  Log-scale time histograms (hist.c): the bucket layout, a dense
+ *	  histogram that a backend counts into (PgssNgHistDense), and the
+ *	  compact pair of histograms, execution and planning, kept in a shared
+ *	  entry (PgssNgHistPair, 1 KiB).  Knows nothing of statements or
+ *	  shared memory: a leaf module used by the statement kind.
+ *
+ * Bucket layout (DDSketch-style, gamma = 2^(1/7)): bucket 0 holds times
+ * below PGSS_NG_HIST_MIN_MS (10 us), bucket k = 1..199 holds
+ * [MIN * gamma^(k-1), MIN * gamma^k), bucket 200 everything from
+ * MIN * gamma^199 (about 1.005 h) up.  A bucket's representative value is
+ * 2 * upper / (gamma + 1), within (gamma - 1) / (gamma + 1) = 4.95% of any
+ * value in the bucket.
+ *
+ * Locking: none.  The caller protects the histograms (a pending one is
+ * backend-local, a shared pair is under its entry's lock).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGSS_NG_HIST_H
+#define PGSS_NG_HIST_H
+
+/* buckets per doubling of time: gamma = 2^(1/7) */
+#define PGSS_NG_HIST_PER_OCTAVE	7
+/* lower edge of bucket 1, ms */
+#define PGSS_NG_HIST_MIN_MS		0.01
+/* buckets: underflow, 199 log buckets up to ~1 h, overflow */
+#define PGSS_NG_HIST_NBUCKETS	201
+/* uint32 slots of a shared pair: the pair is 1 KiB with its header */
+#define PGSS_NG_HIST_POOL		254
+
+/* Two histograms: execution and planning, as PgssNgPhase numbers them. */
+#define PGSS_NG_HIST_NHIST		2
+
+/*
+ * A dense histogram, for counting in a backend: counts per bucket, and the
+ * range of buckets used so that a merge looks at those only.  Zeroed means
+ * empty.
+ */
+typedef struct PgssNgHistDense
+{
+	uint32		count[PGSS_NG_HIST_NBUCKETS];
+	int16		lo;				/* lowest bucket used; valid if hi > 0 */
+	int16		hi;				/* highest bucket used + 1; 0: empty */
+} PgssNgHistDense;
+
+/*
+ * The compact pair kept in a shared entry and in the stats file: each
+ * histogram is a window of consecutive buckets [lo, lo + len) stored in
+ * one pool of uint32 counts, the first histogram from the pool's start,
+ * the second from its end.  See hist.c for what happens when both do not
+ * fit.  Zeroed means empty.
+ */
+typedef struct PgssNgHistPair
+{
+	uint16		lo[PGSS_NG_HIST_NHIST];
+	uint16		len[PGSS_NG_HIST_NHIST];
+	uint32		pool[PGSS_NG_HIST_POOL];
+} PgssNgHistPair;
+
+StaticAssertDecl(sizeof(PgssNgHistPair) == 1024,
+				 "a histogram pair must take 1 KiB");
+
+/*
+ * pgss_ng_hist_bucket
+ *		The bucket of a time in ms (negative and NaN in bucket 0).
+ */
+extern int	pgss_ng_hist_bucket(double ms);
+
+/*
+ * pgss_ng_hist_add
+ *		Count one time (ms) in a dense histogram.
+ */
+static inline void
+pgss_ng_hist_add(PgssNgHistDense *h, double ms)
+{
+	int			b = pgss_ng_hist_bucket(ms);
+
+	if (h->count[b] < PG_UINT32_MAX)
+		h->count[b]++;
+	if (h->hi == 0)
+	{
+		h->lo = b;
+		h->hi = b + 1;
+	}
+	else if (b < h->lo)
+		h->lo = b;
+	else if (b >= h->hi)
+		h->hi = b + 1;
+}
+
+extern void pgss_ng_hist_bounds(int bucket, double *lower_ms,
+								double *upper_ms);
+extern void pgss_ng_hist_merge(PgssNgHistPair *dst, int which,
+							   const PgssNgHistDense *src);
+extern void pgss_ng_hist_merge_pair(PgssNgHistPair *dst,
+									const PgssNgHistPair *src);
+extern bool pgss_ng_hist_valid(const PgssNgHistPair *p);
+extern uint64 pgss_ng_hist_total(const PgssNgHistPair *p, int which);
+extern uint32 pgss_ng_hist_count(const PgssNgHistPair *p, int which,
+								 int bucket);
+extern double pgss_ng_hist_quantile(const PgssNgHistPair *p, int which,
+									double q, double min_ms, double max_ms);
+
+#endif							/* PGSS_NG_HIST_H */
