@@ -564,6 +564,25 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 			"$name: $col is " . ($major >= $since ? 'never' : 'always') . ' NULL');
 	}
 
+	# Nothing here resets min/max: each entry's time histograms hold
+	# exactly its executions and plannings.
+	is( $node->safe_psql(
+			'postgres', q{
+		SELECT count(*) || ' ' || count(*) FILTER (WHERE calls <> h_exec)
+			   || ' ' || count(*) FILTER (WHERE plans <> h_plan)
+		FROM (SELECT calls, plans,
+					 (SELECT coalesce(sum(count), 0)
+					  FROM pgss_ng_exec_time_histogram(p.userid, p.dbid,
+													   p.queryid, p.toplevel))
+					   AS h_exec,
+					 (SELECT coalesce(sum(count), 0)
+					  FROM pgss_ng_plan_time_histogram(p.userid, p.dbid,
+													   p.queryid, p.toplevel))
+					   AS h_plan
+			  FROM pgss_ng p) s}),
+		scalar(keys %$ng) . ' 0 0',
+		"$name: every entry's histograms sum to its calls and plans");
+
 	is( $node->safe_psql('postgres', 'SELECT dealloc, dropped FROM pgss_ng_info'),
 		'0|0', "$name: pgss_ng neither evicted nor dropped anything");
 	is( $node->safe_psql('postgres',

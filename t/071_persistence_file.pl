@@ -1,10 +1,10 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 3, the server's major, and a
+# - Its header: magic "PGNG", format version 4, the server's major, and a
 #   trailing CRC-32C of everything before it (checked here independently).
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (2: before pg_stat_statements 1.12's
-#   counters), a PostgreSQL major pgss_ng never supported (14) and another
+#   magic, an older format version (3: before the time histograms and CPU
+#   times), a PostgreSQL major pgss_ng never supported (14) and another
 #   supported one (a file carried over by pg_upgrade), empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
 #   that only the record is wrong), trailing bytes (CRC recomputed).  For
@@ -124,7 +124,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen) = unpack('L4', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 3, 'header: format version 3');
+is($version, 4, 'header: format version 4');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 16 + $infolen, 4));
@@ -161,8 +161,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 2) . substr($good, 8),
-		qr/^format version 2, expected 3$/
+		substr($good, 0, 4) . pack('L', 3) . substr($good, 8),
+		qr/^format version 3, expected 4$/
 	],
 	[
 		'wrong PostgreSQL major',

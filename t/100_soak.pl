@@ -514,6 +514,22 @@ my $got = $node->safe_psql(
 	SELECT query, calls, rows
 	FROM pgss_ng WHERE userid = $hot_oid ORDER BY query COLLATE "C"});
 is($got, $want, 'hot statements: calls and rows exact');
+
+# Time histograms: never more than the calls; exactly the calls in every
+# entry whose min/max (and histograms) were never reset.  The hot entries
+# were, by the resetter's minmax_only resets.
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT count(*) > 0, count(*) FILTER (WHERE minmax_stats_since = stats_since) > 0,
+		   count(*) FILTER (WHERE h > calls),
+		   count(*) FILTER (WHERE minmax_stats_since = stats_since AND h <> calls)
+	FROM (SELECT calls, stats_since, minmax_stats_since,
+				 (SELECT coalesce(sum(count), 0)
+				  FROM pgss_ng_exec_time_histogram(p.userid, p.dbid, p.queryid,
+												   p.toplevel)) AS h
+		  FROM pgss_ng p) s}),
+	't|t|0|0',
+	'histograms: sum(count) <= calls, = calls where min/max were never reset');
 if ($got ne $want)
 {
 	diag($node->safe_psql('postgres', 'SELECT * FROM pgss_ng_info'));
