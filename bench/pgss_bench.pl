@@ -99,7 +99,7 @@ GetOptionsFromArray(
 	'rounds=i', 'duration=i', 'clients=s', 'scale=i', 'workloads=s',
 	'budget=i', 'hard-limit=i', 'out-dir=s', 'name=s', 'workdir=s',
 	'json-in=s', 'json-out=s', 'commit=s', 'repo=s', 'update-docs', 'keep',
-	'help',
+	'ng-setting=s@', 'help',
 ) or die "usage: see docs/performance.md\n";
 if ($opt{help})
 {
@@ -108,6 +108,7 @@ pgss_bench.pl [--quick|--full|--smoke] [--rounds N] [--duration SECONDS]
               [--clients 1,4,16] [--scale N] [--workloads a,b,...]
               [--budget SECONDS] [--hard-limit SECONDS]
               [--out-dir DIR] [--name STEM] [--update-docs] [--keep]
+              [--ng-setting NAME=VALUE ...]
               [--phase run|report|all] [--json-out FILE] [--json-in FILE]
 workloads: select_only tpcb hotcold_churn cold_only trickle view_read
            view_read_incremental
@@ -455,6 +456,14 @@ sub write_variant_conf
 		  . "pgss_ng.track = top\n"
 		  . "pgss_ng.track_utility = on\n"
 		  . "pgss_ng.track_planning = off\n";
+		# --ng-setting: more pgss_ng GUCs (e.g. pgss_ng.track_cpu=on)
+		for my $kv (@{ $opt{'ng-setting'} // [] })
+		{
+			my ($k, $val) = split /=/, $kv, 2;
+			die "--ng-setting wants NAME=VALUE, got '$kv'\n"
+			  unless defined $val && $k =~ /^pgss_ng\.\w+$/;
+			$c .= "$k = '$val'\n";
+		}
 	}
 	spew("$PGDATA/bench_variant.conf", $c);
 }
