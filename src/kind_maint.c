@@ -3,8 +3,8 @@
  * kind_maint.c
  *	  The kind layer's readers and maintenance: visiting every entry
  *	  (foreach, and its serialized form for persistence), dropping or
- *	  updating the entries whose key matches, updating one entry, and the
- *	  kind-wide counters and limit.
+ *	  updating the entries whose key matches, reading or updating one
+ *	  entry, and the kind-wide counters and limit.
  *
  * Owns: nothing of its own; it reads and removes what kind.c creates,
  * and reads and resets the event counters of PgssNgKindShared.

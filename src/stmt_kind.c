@@ -310,12 +310,13 @@ stmt_free(PgssNgKind *kind, void *shared_data)
  * pgss_ng_stmt_merge
  *		Add the counters of src (pending data) into dst (shared data).
  *
- * Calls, totals, block/WAL/JIT counters and CPU times add up.  Means and sums of
- * squared deviations are combined with the parallel form of Welford's
- * method (Chan et al.), so the result equals one pass over all calls up to
- * rounding.  min/max take the smaller/larger, and restart after a min/max
- * reset (have_minmax false); src's min/max are only used where
- * src_minmax[phase] is true.  Called with the entry lock held exclusively.
+ * Calls, totals, block/WAL/JIT counters and CPU times add up.  Means and
+ * sums of squared deviations are combined with the parallel form of
+ * Welford's method (Chan et al.), so the result equals one pass over all
+ * calls up to rounding.  min/max take the smaller/larger, and restart
+ * after a min/max reset (have_minmax false); src's min/max are only used
+ * where src_minmax[phase] is true.  The time histograms are merged by the
+ * caller.  Called with the entry lock held exclusively.
  */
 void
 pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,

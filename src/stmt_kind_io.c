@@ -182,9 +182,10 @@ reset_match(const void *key, void *arg)
 /*
  * reset_minmax
  *		Update callback: restart the min/max and the histograms of plan and
- *		exec times; entry lock held exclusively.  The next flushed call sets them again; a
- *		pending entry made before now brings no min/max (stmt_flush_pending).
- *		The entry changed (stmt_stamp_changed).
+ *		exec times; entry lock held exclusively.  The next flushed call
+ *		sets them again; a pending entry made before now brings no min/max
+ *		and nothing into the histograms (stmt_flush_pending).  The entry
+ *		changed (stmt_stamp_changed).
  */
 static void
 reset_minmax(void *shared_data, void *arg)
