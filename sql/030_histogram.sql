@@ -12,7 +12,8 @@
 --   histogram holds every planning.  A min/max reset empties the
 --   histograms (quantiles NULL, calls kept) and counting restarts; a full
 --   reset removes them.  Bad input: NULL arguments and unknown keys give
---   no rows; another role's statement needs pg_read_all_stats.
+--   no rows; another role's statement needs pg_read_all_stats (a role
+--   reads its own).
 --
 SELECT pgss_ng_reset() IS NOT NULL;
 
@@ -102,12 +103,19 @@ SELECT calls, plans, exec_time_p50 IS NULL AS p50_null,
 FROM pgss_ng WHERE queryid = :h_qid;
 SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
--- counting restarts
-SELECT pg_sleep(0.001);
-SELECT calls, exec_time_p50 >= 0.95 AS p50_again,
+-- counting restarts: one call, then shorter ones (the histogram's window
+-- widens downwards)
+SELECT pg_sleep(0.02);
+SELECT calls, exec_time_p50 >= 20 / 1.04951 AS p50_again,
        exec_time_p50 = exec_time_p999 AS one_call
 FROM pgss_ng WHERE queryid = :h_qid;
 SELECT sum(count) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+SELECT pg_sleep(0.001);
+SELECT pg_sleep(0.001);
+SELECT sum(count) AS total,
+       sum(count) FILTER (WHERE lower_ms >= 15) AS from_15ms,
+       sum(count) FILTER (WHERE upper_ms > 1 AND lower_ms < 15) AS near_1ms
+FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 
 -- bad input: no rows, no error
 SELECT count(*) FROM pgss_ng_exec_time_histogram(NULL, :h_db, :h_qid, :'h_top');
@@ -127,6 +135,17 @@ SET ROLE regress_pgss_ng_hist_user;
 SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, 12345, :'h_top');
 SELECT count(*) FROM pgss_ng_exec_time_histogram(NULL, :h_db, :h_qid, :'h_top');
+-- its own statement; other roles' rows show queryid NULL: no rows, no error
+SELECT 'own' AS own_stmt;
+SELECT p.query, h.count
+FROM pgss_ng p,
+     pgss_ng_exec_time_histogram(p.userid, p.dbid, p.queryid, p.toplevel) h
+WHERE p.query = 'SELECT $1 AS own_stmt';
+SELECT (SELECT count(*) FROM pgss_ng WHERE queryid IS NULL) > 0 AS others_hidden,
+       count(*) AS their_buckets
+FROM pgss_ng p,
+     pgss_ng_exec_time_histogram(p.userid, p.dbid, p.queryid, p.toplevel) h
+WHERE p.queryid IS NULL;
 RESET ROLE;
 SET ROLE regress_pgss_ng_hist_stats;
 SELECT sum(count) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');

@@ -169,27 +169,65 @@ encode(PgssNgHistPair *p, uint32 dense[][PGSS_NG_HIST_NBUCKETS])
 }
 
 /*
+ * grow_window
+ *		Widen histogram which's window to [lo, hi) (which contains the old
+ *		window, if any) in place: its counts move to their new slots and
+ *		the new slots are zeroed.  The caller checked that both windows
+ *		then fit in the pool.
+ */
+static void
+grow_window(PgssNgHistPair *p, int which, int lo, int hi)
+{
+	int			oldlen = p->len[which];
+	int			oldstart = slot0(p, which);
+	int			newlen = hi - lo;
+	int			newstart;
+	int			shift = oldlen > 0 ? p->lo[which] - lo : 0;
+	uint32	   *w;
+
+	newstart = which == 0 ? 0 : PGSS_NG_HIST_POOL - newlen;
+	w = &p->pool[newstart];
+	if (oldlen > 0)
+		memmove(w + shift, &p->pool[oldstart], oldlen * sizeof(uint32));
+	memset(w, 0, shift * sizeof(uint32));
+	memset(w + shift + oldlen, 0, (newlen - shift - oldlen) * sizeof(uint32));
+	p->lo[which] = lo;
+	p->len[which] = newlen;
+}
+
+/*
  * pgss_ng_hist_merge
  *		Add a dense histogram into histogram which of a pair.  When the
- *		dense one's buckets all lie in the pair's window (the usual case)
- *		the counts are added in place; otherwise the pair is rebuilt.
- *		Memory: 1.6 kB of stack.
+ *		dense one's buckets lie in the pair's window (the usual case), or
+ *		the window can be widened to them with both windows still in the
+ *		pool, the counts are added in place; otherwise (a fold is needed)
+ *		the pair is rebuilt.  Memory: 1.6 kB of stack on that last path.
  */
 void
 pgss_ng_hist_merge(PgssNgHistPair *dst, int which, const PgssNgHistDense *src)
 {
 	uint32		dense[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
+	int			lo = src->lo;
+	int			hi = src->hi;
 	int			i;
 
 	if (src->hi == 0)
 		return;
-	if (dst->len[which] > 0 && src->lo >= dst->lo[which] &&
-		src->hi <= dst->lo[which] + dst->len[which])
+	if (dst->len[which] > 0)
 	{
-		uint32	   *slots = &dst->pool[slot0(dst, which) - dst->lo[which]];
+		lo = Min(lo, dst->lo[which]);
+		hi = Max(hi, dst->lo[which] + dst->len[which]);
+	}
+	if ((hi - lo) + dst->len[1 - which] <= PGSS_NG_HIST_POOL)
+	{
+		int			base;		/* pool slot of bucket 0, may be < 0 */
 
+		if (lo != dst->lo[which] || hi - lo != dst->len[which])
+			grow_window(dst, which, lo, hi);
+		base = slot0(dst, which) - dst->lo[which];
 		for (i = src->lo; i < src->hi; i++)
-			slots[i] = add_sat(slots[i], src->count[i]);
+			dst->pool[base + i] = add_sat(dst->pool[base + i],
+										  src->count[i]);
 		return;
 	}
 	decode(dst, dense);
