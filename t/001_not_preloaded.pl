@@ -1,8 +1,9 @@
 # 001_not_preloaded.pl
 #
 # A server WITHOUT pgss_ng in shared_preload_libraries: CREATE EXTENSION
-# pgss_ng works, but reading pgss_ng (both forms), pgss_ng_info and calling
-# pgss_ng_reset() (both forms) each fail with the ERROR
+# pgss_ng works, but reading pgss_ng (both forms), pgss_ng_info and the
+# time histograms, and calling pgss_ng_reset() (both forms) each fail with
+# the ERROR
 #   pgss_ng must be loaded via "shared_preload_libraries"   (SQLSTATE 55000)
 # in the same session, which stays usable; no backend crashes and the
 # server is still up afterwards.
@@ -37,7 +38,9 @@ my @stmts = (
 	'SELECT * FROM pgss_ng(false)',
 	'SELECT * FROM pgss_ng_info',
 	'SELECT pgss_ng_reset()',
-	'SELECT pgss_ng_reset(0, 0, 0, true)');
+	'SELECT pgss_ng_reset(0, 0, 0, true)',
+	'SELECT * FROM pgss_ng_exec_time_histogram(10, 5, 1, true)',
+	'SELECT * FROM pgss_ng_plan_time_histogram(10, 5, 1, true)');
 my $script = '';
 for my $i (0 .. $#stmts)
 {
