@@ -1,0 +1,48 @@
+# Unit test of the histogram module (src/hist.c): t/hist_unit.c is
+# compiled with the server's headers against src/hist.c alone (hist.c
+# needs nothing of the server at run time) and run; each line it prints
+# is one check (see t/hist_unit.c's header): the bucket layout, the 4.95%
+# bound of every quantile against exact quantiles of random data merged
+# in random chunks, exact counts while the windows widen, the fold of the
+# planning histogram, saturation, and the check of a pair read from a
+# file.  No server is started.
+use strict;
+use warnings;
+
+use File::Temp qw(tempdir);
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $inc = `pg_config --includedir-server`;
+chomp $inc;
+my $cc = `pg_config --cc`;
+chomp $cc;
+$cc = 'cc' unless $cc;
+my $dir = tempdir(CLEANUP => 1);
+my $bin = "$dir/hist_unit";
+
+my ($out, $err) = run_command(
+	[
+		split(' ', $cc), '-O2', '-I', 'src', '-I', $inc,
+		'-o', $bin, 't/hist_unit.c', 'src/hist.c', '-lm'
+	]);
+ok(-x $bin, 'hist_unit compiled') or diag("$out\n$err");
+
+($out, $err) = run_command([$bin]);
+my @lines = split /\n/, $out;
+cmp_ok(scalar(@lines), '>=', 30, 'hist_unit ran its checks')
+  or diag($err);
+for my $l (@lines)
+{
+	if ($l =~ /^ok (.*)$/)
+	{
+		pass($1);
+	}
+	else
+	{
+		fail($l);
+	}
+}
+is($err, '', 'hist_unit wrote nothing to stderr');
+
+done_testing();
