@@ -15,8 +15,9 @@
 #   2. reload with the same file: the same messages at LOG level and
 #      "contains errors; unaffected changes were applied", nothing changes;
 #   3. reload with valid reloadable values next to bad ones: the valid
-#      ones are applied (pgss_ng.max 200, track all), the bad ones are not,
-#      and a changed restart-only setting is reported and ignored;
+#      ones are applied (pgss_ng.max 200, track all, track_cpu on), the bad
+#      ones are not, and a changed restart-only setting is reported and
+#      ignored;
 #   4. restart with the largest valid values: used as given;
 #   5. restart with values just above the range, and an empty enum: the
 #      WARNINGs, the defaults.
@@ -67,6 +68,7 @@ my $defaults = join("\n",
 	'pgss_ng.query_text_memory 16384kB default',
 	'pgss_ng.save off configuration file',
 	'pgss_ng.track top default',
+	'pgss_ng.track_cpu off default',
 	'pgss_ng.track_planning off default',
 	'pgss_ng.track_utility on default');
 
@@ -116,6 +118,7 @@ pgss_ng.query_text_memory = '100kB'
 pgss_ng.track = 'bogus'
 pgss_ng.track_utility = 'maybe'
 pgss_ng.track_planning = 'sometimes'
+pgss_ng.track_cpu = 'often'
 pgss_ng.save = 'perhaps'
 pgss_ng.no_such_setting = 1
 });
@@ -128,6 +131,7 @@ my @startup_warnings = (
 	'HINT:  Available values: none, top, all.',
 	'WARNING:  parameter "pgss_ng.track_utility" requires a Boolean value',
 	'WARNING:  parameter "pgss_ng.track_planning" requires a Boolean value',
+	'WARNING:  parameter "pgss_ng.track_cpu" requires a Boolean value',
 	'WARNING:  parameter "pgss_ng.save" requires a Boolean value',
 	'WARNING:  invalid configuration parameter name "pgss_ng.no_such_setting", removing it',
 	'DETAIL:  "pgss_ng" is now a reserved prefix.');
@@ -144,6 +148,7 @@ is( settings(),
 		'pgss_ng.query_text_memory 16384kB default',
 		'pgss_ng.save on default',
 		'pgss_ng.track top default',
+		'pgss_ng.track_cpu off default',
 		'pgss_ng.track_planning off default',
 		'pgss_ng.track_utility on default'),
 	'1: every pgss_ng setting is at its default');
@@ -159,6 +164,7 @@ WHERE sourcefile LIKE '%pgss_ng_bad.conf' ORDER BY sourceline}),
 		'pgss_ng.track bogus false setting could not be applied',
 		'pgss_ng.track_utility maybe false setting could not be applied',
 		'pgss_ng.track_planning sometimes false setting could not be applied',
+		'pgss_ng.track_cpu often false setting could not be applied',
 		'pgss_ng.save perhaps false setting could not be applied',
 		'pgss_ng.no_such_setting 1 false setting could not be applied'),
 	'1: pg_file_settings marks each bad line as not applied');
@@ -183,6 +189,7 @@ my @reload_logs = (
 	'LOG:  invalid value for parameter "pgss_ng.track": "bogus"',
 	'LOG:  parameter "pgss_ng.track_utility" requires a Boolean value',
 	'LOG:  parameter "pgss_ng.track_planning" requires a Boolean value',
+	'LOG:  parameter "pgss_ng.track_cpu" requires a Boolean value',
 	'LOG:  parameter "pgss_ng.save" requires a Boolean value',
 	'LOG:  invalid configuration parameter name "pgss_ng.no_such_setting"');
 for my $l (@reload_logs)
@@ -196,6 +203,7 @@ is( settings(),
 		'pgss_ng.query_text_memory 16384kB default',
 		'pgss_ng.save on default',
 		'pgss_ng.track top default',
+		'pgss_ng.track_cpu off default',
 		'pgss_ng.track_planning off default',
 		'pgss_ng.track_utility on default'),
 	'2: nothing changed');
@@ -207,6 +215,7 @@ write_bad_conf(
 	q{
 pgss_ng.max = 200
 pgss_ng.track = 'all'
+pgss_ng.track_cpu = on
 pgss_ng.track_utility = 'maybe'
 pgss_ng.query_text_memory = '1MB'
 });
@@ -229,6 +238,7 @@ is( settings(),
 		'pgss_ng.query_text_memory 16384kB default',
 		'pgss_ng.save off configuration file',
 		'pgss_ng.track all configuration file',
+		'pgss_ng.track_cpu on configuration file',
 		'pgss_ng.track_planning off default',
 		'pgss_ng.track_utility on default'),
 	'3: the valid values are applied, the others keep their values');
@@ -254,6 +264,7 @@ is( settings(),
 		'pgss_ng.query_text_memory 1073741823kB configuration file',
 		'pgss_ng.save off configuration file',
 		'pgss_ng.track top default',
+		'pgss_ng.track_cpu off default',
 		'pgss_ng.track_planning off default',
 		'pgss_ng.track_utility on default'),
 	'4: the values are used as given');
