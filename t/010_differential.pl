@@ -565,7 +565,8 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	}
 
 	# Nothing here resets min/max: each entry's time histograms hold
-	# exactly its executions and plannings.
+	# exactly its successful executions and its plannings (an entry whose
+	# executions all failed: none).
 	is( $node->safe_psql(
 			'postgres', q{
 		SELECT count(*) || ' ' || count(*) FILTER (WHERE calls <> h_exec)
@@ -580,7 +581,7 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 													   p.queryid, p.toplevel))
 					   AS h_plan
 			  FROM pgss_ng p) s}),
-		scalar(keys %$ng) . ' 0 0',
+		scalar(keys %$ng_all) . ' 0 0',
 		"$name: every entry's histograms sum to its calls and plans");
 
 	is( $node->safe_psql('postgres', 'SELECT dealloc, dropped FROM pgss_ng_info'),
