@@ -746,6 +746,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 	{
 		EState	   *estate = queryDesc->estate;
 		PgssNgParallelUsage *parallel = NULL;
+		PgssNgCpuUsage cpu;
 #if PGSS_NG_HAVE_PARALLEL_WORKERS
 		PgssNgParallelUsage workers;
 
@@ -753,8 +754,6 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
 		parallel = &workers;
 #endif
-		PgssNgCpuUsage cpu;
-
 		if (cs)
 			cpu_since(&cs->start, &cpu);
 		InstrEndLoop(queryDesc->totaltime);
