@@ -233,6 +233,10 @@ my $termination_noise = qr/
   | before\ or\ while\ processing\ the\ request
   | connection\ to\ server\ was\ lost
   | no\ connection\ to\ the\ server
+  # PostgreSQL 18 reports the position of a FATAL that interrupts parse
+  # analysis: psql then prints the statement line and a caret under it
+  | ^LINE\ \d+:\ 
+  | ^\s*\^\s*$
 /x;
 
 sub finish_churn
