@@ -76,6 +76,7 @@
 #include "utils/pidfile.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "persist.h"
 #include "stmt_kind.h"
 
@@ -133,10 +134,10 @@ PGDLLEXPORT void pgss_ng_writer_main(Datum main_arg);
 static int
 count_registered_workers(void)
 {
-	slist_iter	iter;
+	PGSS_NG_BGWORKER_ITER iter;
 	int			n = 0;
 
-	slist_foreach(iter, &BackgroundWorkerList)
+	PGSS_NG_BGWORKER_FOREACH(iter)
 		n++;
 	return n;
 }
