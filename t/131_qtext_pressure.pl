@@ -10,12 +10,19 @@
 # Room is made by evicting the least valuable entries (dealloc > 0).
 # Before the fix every new statement showed query NULL: nothing freed the
 # space while the table was far below pgss_ng.max.
+#
+# The statements select columns of a wide table (distinct queryids, no
+# constants, so exact texts on every version); bob's carry their 2 kB in a
+# comment, which stays in the normalized text, and alice's are told apart
+# by their column aliases.
 use strict;
 use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use PgssNgTest;
 
 my $node = PostgreSQL::Test::Cluster->new('qtext_pressure');
 $node->init;
@@ -39,6 +46,8 @@ CREATE ROLE alice LOGIN;
 CREATE ROLE bob LOGIN;
 GRANT SET ON PARAMETER pgss_ng.track TO alice, bob;
 });
+create_wide_table($node, 'w', 30);
+$node->safe_psql('postgres', 'GRANT SELECT ON w TO alice, bob');
 
 sub as_role
 {
@@ -54,11 +63,20 @@ sub under_cap
 		'SELECT qtext_bytes <= qtext_limit_bytes FROM pgss_ng_info');
 }
 
-my $hot = "SET application_name = 'alice_hot'";
+my $hot = 'SELECT c1 AS alice_hot FROM w';
 as_role('alice', "$hot;\n" x 30, 1);
 
 my $sql = '';
-$sql .= sprintf("SET app.p%05d = '%s';\n", $_, 'x' x 2048) for 1 .. 200;
+# 200 distinct pairs of columns of w (none with c1 first: alice's)
+my $k = 0;
+for my $i (2 .. 30)
+{
+	for my $j (grep { $_ != $i } 1 .. 30)
+	{
+		$sql .= "SELECT c$i, c$j FROM w /*" . ('x' x 2048) . "*/;\n"
+		  if $k++ < 200;
+	}
+}
 as_role('bob', $sql, 1);
 is( $node->safe_psql(
 		'postgres', 'SELECT dealloc > 0 AND qtext_dropped = 0 FROM pgss_ng_info',
@@ -68,9 +86,9 @@ is( $node->safe_psql(
 is(under_cap(), 't', 'qtext_bytes <= the cap after the fill');
 
 my ($ok_text, $ok_cap) = (0, 0);
-for my $i (1 .. 20)
+for my $i (2 .. 21)
 {
-	my $stmt = "SET application_name = 'alice_new_$i'";
+	my $stmt = "SELECT c1, c$i AS alice_new_$i FROM w";
 	as_role('alice', "$stmt;", 1);
 	my $q = as_role('alice',
 		qq{SELECT calls || ' ' || coalesce(query, 'NULL') FROM pgss_ng
@@ -88,7 +106,7 @@ is( as_role(
 		'alice',
 		qq{SELECT calls || ' ' || query FROM pgss_ng
 		   WHERE userid = 'alice'::regrole::oid
-			 AND query = 'SET application_name = ''alice_hot'''}),
+			 AND query = '$hot'}),
 	"40 $hot",
 	'the hot statement keeps its text and exactly 40 calls');
 is( $node->safe_psql('postgres', 'SELECT dealloc > 0 FROM pgss_ng_info'),

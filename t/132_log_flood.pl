@@ -2,21 +2,26 @@
 #
 # Dynamic shared memory segments are files here (dynamic_shared_memory_type
 # = mmap), and the server runs under a file size limit of 1536 kB
-# (ulimit -f 3072 in sh's 512-byte blocks, through a pg_ctl wrapper; PostgreSQL ignores SIGXFSZ, so a
-# write past it fails with EFBIG): the kind's DSA area can add its two 1 MB
-# segments, and every larger one fails ("could not resize shared memory
-# segment ... File too large").  WAL segments are 1 MB (initdb
-# --wal-segsize=1) so that nothing else reaches the limit.
+# (ulimit -f 3072 in sh's 512-byte blocks, through a pg_ctl wrapper;
+# PostgreSQL ignores SIGXFSZ, so a write past it fails with EFBIG): the
+# kind's DSA area can add its two 1 MB segments, and every larger one
+# fails ("could not resize shared memory segment ... File too large").
+# WAL segments are 1 MB (initdb --wal-segsize=1) so that nothing else
+# reaches the limit.
 #
-# 1. A file of 20001 saved entries (20000 + CREATE EXTENSION), written by a run without the limit, is
+# 1. A file of the 20000 saved entries and a few more (CREATE EXTENSION,
+#    the table's creation), written by a run without the limit, is
 #    restored under it: the restore stops at the first out-of-memory, with
 #    one line saying how many entries were skipped; at most one "pgss_ng
 #    could not" line is logged.
 # 2. A new start without a file: 20000 new distinct statements, most of
 #    which cannot get an entry: every statement succeeds, entries + dropped
-#    = 20000, and the
-#    "pgss_ng could not" lines are at most one per 10 s of the run (plus
-#    one) — before the fix there was one per statement.
+#    = 20000, and the "pgss_ng could not" lines are at most one per 10 s
+#    of the run (plus one) — before the fix there was one per statement.
+#
+# The 20000 distinct statements select distinct pairs of columns of a wide
+# table: no constants, so they stay distinct on every version (SET values,
+# for one, are normalized to $1 from 18 on).
 use strict;
 use warnings;
 
@@ -25,6 +30,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 use POSIX qw(ceil);
+
+use PgssNgTest;
 
 my $node = PostgreSQL::Test::Cluster->new('log_flood');
 $node->init(extra => [ '--wal-segsize=1' ]);
@@ -67,10 +74,26 @@ sub quiet_psql
 	return $node->safe_psql('postgres', $sql);
 }
 
+# 20000 distinct statements: ordered pairs of the 150 columns of w
+sub pair_statements
+{
+	my @s;
+	for my $i (1 .. 150)
+	{
+		for my $j (grep { $_ != $i } 1 .. 150)
+		{
+			push @s, "SELECT c$i, c$j FROM w;\n";
+			return join('', @s) if @s == 20000;
+		}
+	}
+	die 'not enough pairs';
+}
+
 # Run 1, no limit: 20000 entries, saved at a clean stop.
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
-my $sql = join('', map { "SET application_name = 'saved_$_';\n" } 1 .. 20000);
+create_wide_table($node, 'w', 150);
+my $sql = pair_statements();
 $node->safe_psql('postgres', $sql);
 my $nsaved = quiet_psql('SELECT entries FROM pgss_ng_info');
 cmp_ok($nsaved, '>=', 20000, "$nsaved entries before the stop");
@@ -116,7 +139,7 @@ $node->rotate_logfile;
 start_limited();
 my $pos = 0;
 my $t0 = time();
-$sql = join('', map { "SET application_name = 'new_$_';\n" } 1 .. 20000);
+$sql = pair_statements();
 my ($rc, $out, $err) = (0, '', '');
 $rc = $node->psql('postgres', $sql, stdout => \$out, stderr => \$err);
 my $elapsed = time() - $t0;
