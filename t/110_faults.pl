@@ -261,12 +261,14 @@ pgss_ng.save = off
 		'text site: the arena was filled to its eviction mark');
 
 	# A failure recorded while the arena is full: a utility statement (no
-	# entry made at parse analysis) whose text is larger than what is left
-	# fails; its entry is made when the failure is merged (at the
-	# session's exit), without text.  Nothing but the statement's own
-	# ERROR reaches the client (its log line is kept out of the server log).
+	# entry made at parse analysis) whose text is larger than 1/8 of the
+	# arena (never stored, even by making room: issue 14) fails; its entry
+	# is made when the failure is merged (at the session's exit), without
+	# text.  Nothing but the statement's own ERROR reaches the client (its
+	# log line is kept out of the server log).
 	{
-		my $fail = 'DROP TABLE no_such_table /* ' . ('z' x 4000) . ' */';
+		my $fail =
+		  'DROP TABLE no_such_table /* ' . ('z' x (40 * 1024)) . ' */';
 		my ($out, $err) = ('', '');
 		local $ENV{PGOPTIONS} = '-c log_min_messages=fatal';
 		my $rc = $node->psql('postgres', $fail, stdout => \$out,
