@@ -19,6 +19,7 @@ OBJS = \
 	src/kind_evict.o \
 	src/kind_guard.o \
 	src/kind_maint.o \
+	src/errlimit.o \
 	src/stmt_kind.o \
 	src/stmt_kind_io.o \
 	src/stmt_errors.o \

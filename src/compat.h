@@ -186,4 +186,20 @@
 #define PGSS_NG_DSHASH_SET_COPY(params)	((void) (params))
 #endif
 
+/*
+ * The postmaster's list of registered background workers
+ * (postmaster/bgworker_internals.h, which the user includes): an slist up
+ * to 17, a dlist from 18.  PGSS_NG_BGWORKER_ITER declares an iterator,
+ * PGSS_NG_BGWORKER_FOREACH walks the list with it.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PGSS_NG_BGWORKER_ITER	dlist_iter
+#define PGSS_NG_BGWORKER_FOREACH(iter) \
+	dlist_foreach(iter, &BackgroundWorkerList)
+#else
+#define PGSS_NG_BGWORKER_ITER	slist_iter
+#define PGSS_NG_BGWORKER_FOREACH(iter) \
+	slist_foreach(iter, &BackgroundWorkerList)
+#endif
+
 #endif							/* PGSS_NG_COMPAT_H */

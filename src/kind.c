@@ -33,6 +33,9 @@
  * Owns: PgssNgKindShared's entry counters (entries_live,
  * entries_allocated, next_generation, backstop_skips), the bodies'
  * refcount, dropped flag and generation, and the backend's pending hash.
+ * Creation obeys the kind's allocation back-off (PgssNgKindShared.errlimit,
+ * errlimit.c): alloc_body starts, lengthens and ends it, and the guard
+ * (kind_guard.c) starts it on an out-of-memory ERROR.
  *
  * Locking rules: see kind.h.  In addition, functions here are only called
  * with no other LWLock held by the caller; the insert path relies on it to
@@ -181,17 +184,61 @@ find_ref(PgssNgKind *kind, const void *key, bool want_ref,
 }
 
 /*
+ * alloc_body
+ *		Allocate a zeroed body with DSA_ALLOC_NO_OOM, or return
+ *		InvalidDsaPointer: shared memory ran out (which starts or lengthens
+ *		the kind's allocation back-off), or it ran out a moment ago and the
+ *		back-off still lasts (not even tried: a failed attempt may create
+ *		and destroy a DSM segment of megabytes).  A success ends the
+ *		back-off.  Called under <name>_alloc.  Errors: none of its own.
+ */
+static dsa_pointer
+alloc_body(PgssNgKind *kind)
+{
+	PgssNgErrLimit *el = &kind->shared->errlimit;
+	dsa_pointer body;
+
+	if (pgss_ng_errlimit_backing_off(el))
+		return InvalidDsaPointer;
+	body = dsa_allocate_extended(kind->area,
+								 PGSS_NG_SHARED_DATA_OFFSET +
+								 kind->info->shared_size,
+								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
+	if (DsaPointerIsValid(body))
+		pgss_ng_errlimit_alloc_succeeded(el);
+	else
+		pgss_ng_errlimit_alloc_failed(el);
+	return body;
+}
+
+/*
+ * pgss_ng_kind_alloc_backing_off
+ *		Whether the kind's allocation back-off lasts (shared memory ran out
+ *		a moment ago: creations are not even tried).  For a caller that
+ *		creates many entries in a row (a restore), to stop at the first
+ *		failure.  Spinlock only; no ERROR.
+ */
+bool
+pgss_ng_kind_alloc_backing_off(PgssNgKind *kind)
+{
+	return pgss_ng_errlimit_backing_off(&kind->shared->errlimit);
+}
+
+/*
  * lookup_or_create
  *		Find the body for key, or create it, optionally taking a reference.
  *
  * Creation is serialized by the <name>_alloc lock: under it we look again,
  * check the backstop (PGSS_NG_FULL, counted in backstop_skips), allocate
- * the body with DSA_ALLOC_NO_OOM (PGSS_NG_OUT_OF_MEMORY), let init fill it
- * and publish it.  A new entry starts with the given usage (1 for a new
- * statement; what was saved, for a restored one).  Before creating, if
- * live entries exceed max (e.g. after pgss_ng.max was lowered), this
- * backend evicts first, so that a workload of nothing but new statements
- * is not stuck at the backstop.  The callers evict again after a creation.
+ * the body (alloc_body: PGSS_NG_OUT_OF_MEMORY when shared memory ran out
+ * or the allocation back-off lasts), let init fill it and publish it.  A
+ * new entry starts with the given usage (1 for a new statement; what was
+ * saved, for a restored one).  Before creating, this backend evicts if
+ * live entries exceed max (e.g. after pgss_ng.max was lowered), so that a
+ * workload of nothing but new statements is not stuck at the backstop, or
+ * if the kind's needs_room_cb says its own memory is short (so that the
+ * new entry's data, e.g. its text, finds room).  The callers evict again
+ * after a creation.
  * Errors: none raised by this layer; an ERROR from eviction, init or dsa
  * mapping propagates (locks released by the caller's guard).
  */
@@ -230,10 +277,7 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 		return PGSS_NG_FULL;
 	}
 
-	body = dsa_allocate_extended(kind->area,
-								 PGSS_NG_SHARED_DATA_OFFSET +
-								 kind->info->shared_size,
-								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
+	body = alloc_body(kind);
 	if (!DsaPointerIsValid(body))
 	{
 		LWLockRelease(kind->alloc_lock);

@@ -129,6 +129,15 @@ typedef struct PgssNgKindInfo
 	bool		(*from_serialized_cb) (PgssNgKind *kind,
 									   const char *data, Size len,
 									   bool *restored);
+
+	/*
+	 * Optional: whether memory the kind data owns (e.g. a query text
+	 * arena) is short, so that eviction should run even with live entries
+	 * at or below max (pgss_ng_kind_evict).  Called often, with no lock of
+	 * this layer or with <name>_dealloc held; must be cheap and must not
+	 * raise an ERROR.
+	 */
+	bool		(*needs_room_cb) (PgssNgKind *kind);
 } PgssNgKindInfo;
 
 /*
@@ -211,6 +220,7 @@ extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
 extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 										  int64 backstop_skips);
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
+extern bool pgss_ng_kind_alloc_backing_off(PgssNgKind *kind);
 
 /* persistence */
 extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,

@@ -3,14 +3,19 @@
  * kind_evict.c
  *	  What bounds a kind's shared entries: the usage of an entry (its
  *	  eviction value), eviction of the least valuable entries when live
- *	  entries exceed max, and the backstop on allocated bodies.
+ *	  entries exceed max or the kind's own memory is short, and the
+ *	  backstop on allocated bodies.
  *
  * Usage is 1 at creation plus the uses its flushes reported, halving every
  * PGSS_NG_USAGE_HALF_LIFE_MS.  When live entries exceed max, the least
  * valuable PGSS_NG_EVICT_PERCENT percent of max go (more when the excess
- * is larger); entries some backend holds a reference to are not
- * candidates.  The backstop (kind_backstop) caps live + dropped bodies not
- * yet freed; lookup_or_create (kind.c) refuses creations beyond it.
+ * is larger).  Below max, when the kind's needs_room_cb says memory its
+ * data owns is short (a full text arena), the least valuable go, in the
+ * same order, until it no longer says so, at most PGSS_NG_EVICT_PERCENT
+ * percent of the live entries per call.  Entries some backend holds a
+ * reference to are not candidates.  The backstop (kind_backstop) caps
+ * live + dropped bodies not yet freed; lookup_or_create (kind.c) refuses
+ * creations beyond it.
  *
  * Owns: PgssNgKindShared.dealloc (evictions counted); the usage and
  * usage_time of bodies are written by flushes (kind.c) and read here.
@@ -133,19 +138,97 @@ candidate_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* What the victim scan of pgss_ng_kind_evict collects. */
+typedef struct EvictScan
+{
+	EvictCandidate *cands;		/* unreferenced entries, unsorted */
+	char	   *keys;			/* their keys, key_size bytes each */
+	int			ncand;
+	int			npinned;		/* entries skipped: referenced */
+} EvictScan;
+
+/*
+ * scan_candidates
+ *		Copy (key, generation, decayed usage) of every entry nobody holds a
+ *		reference to into scan, and count the referenced ones.  Holds each
+ *		partition lock shared only while reading it and no entry lock
+ *		(usage is read unlocked: a heuristic may read a value a flush is
+ *		updating).  Memory: CurrentMemoryContext.  Errors: out of memory.
+ */
+static void
+scan_candidates(PgssNgKind *kind, EvictScan *scan)
+{
+	Size		ksz = kind->info->key_size;
+	int			size;
+	dshash_seq_status status;
+	void	   *he;
+	TimestampTz now = GetCurrentTimestamp();
+
+	size = (int) pg_atomic_read_u32(&kind->shared->entries_allocated) + 64;
+	scan->cands = palloc_extended(sizeof(EvictCandidate) * size,
+								  MCXT_ALLOC_HUGE);
+	scan->keys = palloc_extended(ksz * size, MCXT_ALLOC_HUGE);
+	scan->ncand = 0;
+	scan->npinned = 0;
+
+	dshash_seq_init(&status, kind->hash, false);
+	while ((he = dshash_seq_next(&status)) != NULL)
+	{
+		PgssNgHashEntry *tail = HASH_TAIL(kind, he);
+		PgssNgSharedEntry *shared = dsa_get_address(kind->area, tail->body);
+		EvictCandidate *c;
+
+		/* referenced: some backend is counting into it right now */
+		if (pg_atomic_read_u32(&shared->refcount) > 1)
+		{
+			scan->npinned++;
+			continue;
+		}
+
+		if (scan->ncand == size)
+		{
+			size *= 2;
+			scan->cands = repalloc_huge(scan->cands,
+										sizeof(EvictCandidate) * size);
+			scan->keys = repalloc_huge(scan->keys, ksz * size);
+		}
+		c = &scan->cands[scan->ncand];
+		c->value = kind_decayed_usage(shared->usage, shared->usage_time, now);
+		c->generation = tail->generation;
+		c->keyno = scan->ncand;
+		memcpy(scan->keys + ksz * scan->ncand, he, ksz);
+		scan->ncand++;
+	}
+	dshash_seq_term(&status);
+}
+
+/*
+ * needs_room
+ *		Whether the kind says its own memory is short (needs_room_cb; false
+ *		for a kind without one).
+ */
+static bool
+needs_room(PgssNgKind *kind)
+{
+	return kind->info->needs_room_cb != NULL &&
+		kind->info->needs_room_cb(kind);
+}
+
 /*
  * pgss_ng_kind_evict
  *		If live entries exceed max, evict the least valuable ones down to
- *		max minus PGSS_NG_EVICT_PERCENT percent.
+ *		max minus PGSS_NG_EVICT_PERCENT percent.  Below max, if the kind
+ *		says its own memory is short (needs_room_cb, e.g. a full text
+ *		arena), evict the least valuable ones too, in the same order, until
+ *		it no longer says so or PGSS_NG_EVICT_PERCENT percent of the live
+ *		entries are gone (bounded work per call).
  *
  * Serialized by <name>_dealloc, taken without waiting: if another backend
  * is evicting, return at once (the backstop bounds what is allocated
- * meanwhile).  The scan copies (key, generation, decayed usage) of every
- * entry nobody holds a reference to, holding each partition lock shared
- * only while reading it and no entry lock (usage is read unlocked: a
- * heuristic may read a value a flush is updating); the sort runs with no
- * lock but <name>_dealloc; victims are then removed one by one
- * (drop_victim).  Each eviction counts in dealloc.
+ * meanwhile).  The scan (scan_candidates) holds one partition lock at a
+ * time, shared; the sort runs with no lock but <name>_dealloc; victims
+ * are then removed one by one (drop_victim).  Each eviction counts in
+ * dealloc.
  * Memory: a temporary context under CurrentMemoryContext, deleted before
  * returning.  Errors: out of memory (caller's guard releases the locks).
  */
@@ -156,29 +239,33 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	Size		ksz = kind->info->key_size;
 	int			max = kind->max_entries;
 	int			batch;
-	int			keep;
 	int			nwant;
-	int			npinned = 0;
-	int			ncand = 0;
-	int			size;
 	int			nevicted = 0;
 	int			i;
-	EvictCandidate *cands;
-	char	   *keys;
-	dshash_seq_status status;
-	void	   *he;
-	TimestampTz now;
+	bool		for_room = false;
+	EvictScan	scan;
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 
 	if (pg_atomic_read_u32(&ks->entries_live) <= (uint32) max)
-		return;
+	{
+		/* below max: evict only if the kind's own memory is short */
+		if (!needs_room(kind))
+			return;
+		for_room = true;
+	}
 	if (!LWLockConditionalAcquire(kind->dealloc_lock, LW_EXCLUSIVE))
 		return;
 
 	batch = Max(1, (int) ((int64) max * PGSS_NG_EVICT_PERCENT / 100));
-	keep = max - batch;
-	nwant = (int) pg_atomic_read_u32(&ks->entries_live) - keep;
+	if (for_room)
+	{
+		/* at most a batch of the live entries, until there is room */
+		nwant = Max(1, (int) ((int64) pg_atomic_read_u32(&ks->entries_live) *
+							  PGSS_NG_EVICT_PERCENT / 100));
+	}
+	else
+		nwant = (int) pg_atomic_read_u32(&ks->entries_live) - (max - batch);
 	if (nwant <= 0)
 	{
 		LWLockRelease(kind->dealloc_lock);
@@ -190,40 +277,8 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	MemoryContextSetIdentifier(cxt, kind->info->name);
 	oldcxt = MemoryContextSwitchTo(cxt);
 
-	size = (int) pg_atomic_read_u32(&ks->entries_allocated) + 64;
-	cands = palloc_extended(sizeof(EvictCandidate) * size, MCXT_ALLOC_HUGE);
-	keys = palloc_extended(ksz * size, MCXT_ALLOC_HUGE);
-	now = GetCurrentTimestamp();
-
-	dshash_seq_init(&status, kind->hash, false);
-	while ((he = dshash_seq_next(&status)) != NULL)
-	{
-		PgssNgHashEntry *tail = HASH_TAIL(kind, he);
-		PgssNgSharedEntry *shared = dsa_get_address(kind->area, tail->body);
-
-		/* referenced: some backend is counting into it right now */
-		if (pg_atomic_read_u32(&shared->refcount) > 1)
-		{
-			npinned++;
-			continue;
-		}
-
-		if (ncand == size)
-		{
-			size *= 2;
-			cands = repalloc_huge(cands, sizeof(EvictCandidate) * size);
-			keys = repalloc_huge(keys, ksz * size);
-		}
-		cands[ncand].value = kind_decayed_usage(shared->usage,
-												shared->usage_time, now);
-		cands[ncand].generation = tail->generation;
-		cands[ncand].keyno = ncand;
-		memcpy(keys + ksz * ncand, he, ksz);
-		ncand++;
-	}
-	dshash_seq_term(&status);
-
-	qsort(cands, ncand, sizeof(EvictCandidate), candidate_cmp);
+	scan_candidates(kind, &scan);
+	qsort(scan.cands, scan.ncand, sizeof(EvictCandidate), candidate_cmp);
 
 	/*
 	 * Entries pinned by references cannot go: count them as kept, so that
@@ -231,15 +286,19 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	 * valuable.  Evict one batch, or more when the excess is not pinned
 	 * (e.g. pgss_ng.max was just lowered).
 	 */
-	nwant = Min(nwant,
-				Max(batch, (int) pg_atomic_read_u32(&ks->entries_live) -
-					max - npinned));
+	if (!for_room)
+		nwant = Min(nwant,
+					Max(batch, (int) pg_atomic_read_u32(&ks->entries_live) -
+						max - scan.npinned));
 
-	for (i = 0; i < ncand && nevicted < nwant; i++)
+	for (i = 0; i < scan.ncand && nevicted < nwant; i++)
 	{
-		if (drop_victim(kind, keys + ksz * cands[i].keyno,
-						cands[i].generation))
+		if (drop_victim(kind, scan.keys + ksz * scan.cands[i].keyno,
+						scan.cands[i].generation))
 			nevicted++;
+		/* evicting for room: stop as soon as there is enough */
+		if (for_room && !needs_room(kind))
+			break;
 	}
 	pg_atomic_fetch_add_u64(&ks->dealloc, nevicted);
 

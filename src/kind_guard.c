@@ -9,7 +9,11 @@
  *	  could not <what>: <message>" and clears it.
  *
  * Owns: the nesting depth of guarded calls and the InterruptHoldoffCount
- * seen when the outermost one began.
+ * seen when the outermost one began.  Uses the kind's PgssNgErrLimit
+ * (errlimit.c, in PgssNgKindShared): at most one log line per "what" per
+ * PGSS_NG_ERRLIMIT_INTERVAL_MS, the count of those suppressed reported
+ * with the next one; an out-of-memory ERROR starts the allocation back-off
+ * that kind.c's creation path obeys.
  *
  * Locking: after an ERROR, LWLockReleaseAll() releases every LWLock when
  * the caller of the outermost guarded call held none (so every one held
@@ -57,24 +61,49 @@ kind_release_locks_or_rethrow(void)
  * swallow_error
  *		Turn the ERROR being handled into a LOG line ("<kind name> could
  *		not <what>: <message>") and clear it, after releasing the locks (or
- *		re-throwing: kind_release_locks_or_rethrow).  Memory: switches back
- *		to oldcxt; the error data is freed.
+ *		re-throwing: kind_release_locks_or_rethrow).  The line is
+ *		rate-limited per "what" (errlimit.c: at most one per
+ *		PGSS_NG_ERRLIMIT_INTERVAL_MS per kind, with the count of those
+ *		suppressed); an out-of-memory ERROR starts the kind's allocation
+ *		back-off (alloc_body in kind.c then does not even try).  Memory:
+ *		switches back to oldcxt; the error data is freed.
  */
 static void
 swallow_error(PgssNgKind *kind, MemoryContext oldcxt, const char *what)
 {
+	PgssNgErrLimit *el = kind->shared ? &kind->shared->errlimit : NULL;
 	ErrorData  *edata;
+	int64		suppressed = 0;
 
 	kind_release_locks_or_rethrow();
 	MemoryContextSwitchTo(oldcxt);
 	edata = CopyErrorData();
 	FlushErrorState();
-	/* a LOG report checks for interrupts: a cancel must not escape here */
-	HOLD_INTERRUPTS();
-	ereport(LOG,
-			(errmsg("%s could not %s: %s",
-					kind->info->name, what, edata->message)));
-	RESUME_INTERRUPTS();
+
+	/* shared memory ran out: do not try again at once */
+	if (el != NULL &&
+		(edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY ||
+		 edata->sqlerrcode == ERRCODE_DISK_FULL ||
+		 edata->sqlerrcode == ERRCODE_INSUFFICIENT_RESOURCES))
+		pgss_ng_errlimit_alloc_failed(el);
+
+	/* no shared state yet (not after shared memory startup): always log */
+	if (el == NULL || pgss_ng_errlimit_report(el, what, &suppressed))
+	{
+		/* a LOG report checks for interrupts: a cancel must not escape */
+		HOLD_INTERRUPTS();
+		if (suppressed > 0)
+			ereport(LOG,
+					(errmsg("%s could not %s: %s",
+							kind->info->name, what, edata->message),
+					 errdetail("%lld more such messages were suppressed since the last one.",
+							   (long long) suppressed)));
+		else
+			ereport(LOG,
+					(errmsg("%s could not %s: %s",
+							kind->info->name, what, edata->message)));
+		RESUME_INTERRUPTS();
+	}
 	FreeErrorData(edata);
 }
 

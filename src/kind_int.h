@@ -9,8 +9,11 @@
  *	  kind.c         entries, references, pending data, flush, drop
  *	  kind_maint.c   readers and maintenance: foreach, drop and update of
  *	                 matching entries, kind-wide counters
- *	  kind_evict.c   usage, eviction and the backstop
- *	  kind_guard.c   error containment (pgss_ng_kind_guard)
+ *	  kind_evict.c   usage, eviction (for max, and for room in the kind's
+ *	                 own memory: needs_room_cb) and the backstop
+ *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
+ *	                 limit and the allocation back-off it starts (on
+ *	                 errlimit.c, with one state per kind)
  *
  * Shared structures
  *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
@@ -29,6 +32,7 @@
 
 #include "port/atomics.h"
 
+#include "errlimit.h"
 #include "kind.h"
 
 /* Pending data older than this is flushed with a waiting lock (ms). */
@@ -91,6 +95,8 @@ typedef struct PgssNgKindShared
 	pg_atomic_uint64 next_generation;
 	pg_atomic_uint64 dealloc;	/* entries evicted */
 	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
+	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
+								 * (kind_guard.c, lookup_or_create) */
 	/* the in-place DSA area follows, MAXALIGN'd */
 } PgssNgKindShared;
 

@@ -173,6 +173,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 		pg_atomic_init_u64(&shared->next_generation, 1);
 		pg_atomic_init_u64(&shared->dealloc, 0);
 		pg_atomic_init_u64(&shared->backstop_skips, 0);
+		pgss_ng_errlimit_init(&shared->errlimit);
 
 		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,
 								  shared->dsa_tranche, NULL);

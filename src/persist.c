@@ -23,12 +23,23 @@
  *		has flushed its pending counts and detached, then writes the file
  *		under a temporary name, fsyncs it and renames it durably.  With
  *		pgss_ng.save off it removes any old file instead.  It then exits
- *		with code 1: if the SIGTERM was not a shutdown, the postmaster
- *		starts it again, and the new writer, finding the statistics already
- *		loaded (pgss_ng_stmt_loaded()), removes that file instead of
- *		reading it.
- *	  - one saved entry that cannot be re-created (an ERROR, e.g. no DSM
- *		segment could be made) is logged and skipped; the rest still load.
+ *		with code 0 if the postmaster is shutting down (postmaster.pid
+ *		says "stopping"), which the postmaster does not log; otherwise the
+ *		SIGTERM was not a shutdown, and it exits with code 1: the
+ *		postmaster starts it again, and the new writer, finding the
+ *		statistics already loaded (pgss_ng_stmt_loaded()), removes that
+ *		file instead of reading it.
+ *	  - a file that cannot be removed once read is not loaded (WARNING):
+ *		it would be loaded again at the writer's next start.
+ *	  - if the writer cannot be registered (max_worker_processes too low),
+ *		one WARNING at the postmaster's start says so, and the file of an
+ *		earlier run is removed, since nothing loads or saves statistics in
+ *		this run and the file would be stale at the next start.
+ *	  - one saved entry that cannot be re-created (an ERROR) is logged and
+ *		skipped; the rest still load.  But when shared memory runs out (an
+ *		out-of-memory ERROR or allocation failure, which starts the kind
+ *		layer's allocation back-off), the restore stops there: one line
+ *		says how many entries were restored and how many skipped.
  *	  - on SIGQUIT (immediate shutdown, crash of another process) it exits
  *		at once, writing nothing.
  *
@@ -55,14 +66,17 @@
 #include "pgstat.h"
 #include "port/pg_crc32c.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/bgworker_internals.h"
 #include "postmaster/interrupt.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/pidfile.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "persist.h"
 #include "stmt_kind.h"
 
@@ -112,14 +126,36 @@ static bool persist_save = true;
 PGDLLEXPORT void pgss_ng_writer_main(Datum main_arg);
 
 /*
+ * count_registered_workers
+ *		Number of background workers registered so far (postmaster, while
+ *		preloading): RegisterBackgroundWorker returns nothing, and this is
+ *		how pgss_ng_persist_init tells whether its worker got in.
+ */
+static int
+count_registered_workers(void)
+{
+	PGSS_NG_BGWORKER_ITER iter;
+	int			n = 0;
+
+	PGSS_NG_BGWORKER_FOREACH(iter)
+		n++;
+	return n;
+}
+
+/*
  * pgss_ng_persist_init
  *		Define pgss_ng.save and register the writer worker.  Called from
- *		_PG_init while preloading.
+ *		_PG_init while preloading.  If the worker cannot be registered (too
+ *		low max_worker_processes), say so once with a WARNING and remove
+ *		the stats file of an earlier run, which would be stale at the next
+ *		start.  The postmaster's working directory is the data directory by
+ *		then.
  */
 void
 pgss_ng_persist_init(void)
 {
 	BackgroundWorker worker;
+	int			before;
 
 	DefineCustomBoolVariable("pgss_ng.save",
 							 "Save pgss_ng statistics across server shutdowns.",
@@ -138,7 +174,28 @@ pgss_ng_persist_init(void)
 	strlcpy(worker.bgw_function_name, "pgss_ng_writer_main", BGW_MAXLEN);
 	strlcpy(worker.bgw_name, "pgss_ng writer", BGW_MAXLEN);
 	strlcpy(worker.bgw_type, "pgss_ng writer", BGW_MAXLEN);
+
+	before = count_registered_workers();
 	RegisterBackgroundWorker(&worker);
+	if (count_registered_workers() > before)
+		return;
+
+	/*
+	 * Not registered (RegisterBackgroundWorker said why, at LOG): nothing
+	 * loads or saves statistics in this run, so the file of an earlier
+	 * run would be stale at the next start.  Remove it now.
+	 */
+	ereport(WARNING,
+			(errmsg("pgss_ng statistics will not be loaded or saved: its writer could not be registered (max_worker_processes = %d is too low)",
+					max_worker_processes),
+			 errdetail("The statistics file \"%s\" of an earlier run is removed, as it would be stale at the next start.",
+					   PGSS_NG_STAT_FILE),
+			 errhint("Raise max_worker_processes.")));
+	if (unlink(PGSS_NG_STAT_FILE) != 0 && errno != ENOENT)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m",
+						PGSS_NG_STAT_FILE)));
 }
 
 /*
@@ -373,8 +430,9 @@ restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
 /*
  * read_stats_file
  *		Read the whole of PGSS_NG_STAT_FILE (if any) and remove it.  Returns
- *		its bytes and sets *len, or returns NULL: no file, or one that could
- *		not be read (reported by bad_file).  Memory: CurrentMemoryContext.
+ *		its bytes and sets *len, or returns NULL: no file, one that could
+ *		not be read (reported by bad_file), or one that could not be
+ *		removed (WARNING).  Memory: CurrentMemoryContext.
  */
 static char *
 read_stats_file(Size *len)
@@ -407,8 +465,22 @@ read_stats_file(Size *len)
 		return NULL;
 	}
 	CloseTransientFile(fd);
-	/* never read the same file twice: after a crash, start empty */
-	unlink(PGSS_NG_STAT_FILE);
+
+	/*
+	 * Never load the same file twice: after a crash, start empty.  A file
+	 * that cannot be removed would be loaded again at the next start of
+	 * this writer (after a crash, or a stray SIGTERM), so it is not loaded
+	 * at all.
+	 */
+	if (unlink(PGSS_NG_STAT_FILE) != 0 && errno != ENOENT)
+	{
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("pgss_ng did not load statistics file \"%s\": could not remove it: %m",
+						PGSS_NG_STAT_FILE),
+				 errdetail("A statistics file is loaded only once removed, so that it is never loaded twice.  Statistics start empty.")));
+		return NULL;
+	}
 	return data;
 }
 
@@ -512,7 +584,10 @@ check_stats_file(const char *data, Size *len, Size *pos,
  *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
  *		holds.  A file that fails any check is reported (bad_file) and
  *		ignored as a whole: nothing of it is loaded.  Records beyond
- *		pgss_ng.max (the file is sorted by value) are skipped.
+ *		pgss_ng.max (the file is sorted by value) are skipped.  The first
+ *		time shared memory runs out (the kind layer's allocation back-off
+ *		starts: pgss_ng_kind_alloc_backing_off), the restore stops: the
+ *		rest are skipped and counted in the one line logged at the end.
  *		Memory: CurrentMemoryContext.  Errors: none of its own; unreadable
  *		files are reported as WARNING.
  */
@@ -529,6 +604,7 @@ load_stats_file(void)
 	Size		loaded = 0;
 	Size		skipped = 0;
 	Size		max;
+	bool		oom = false;
 
 	data = read_stats_file(&len);
 	if (data == NULL)
@@ -554,21 +630,64 @@ load_stats_file(void)
 		pos += reclen;
 		if (restored)
 			loaded++;
+		else if (pgss_ng_kind_alloc_backing_off(kind))
+		{
+			/* shared memory ran out: stop at the first time (one line) */
+			oom = true;
+			skipped = Min((Size) nrec, max) - loaded;
+			break;
+		}
 		else
 			skipped++;
 	}
 
 	pgss_ng_stmt_restore_info(&info);
 
-	if (skipped > 0)
+	if (oom)
 		ereport(LOG,
 				(errmsg("pgss_ng restored %zu statement entries from \"%s\"; %zu more could not be restored",
 						loaded, PGSS_NG_STAT_FILE, skipped),
-				 errdetail("A backend had already made the same entry, or shared memory ran out.")));
+				 errdetail("Shared memory ran out; the restore stopped there.")));
+	else if (skipped > 0)
+		ereport(LOG,
+				(errmsg("pgss_ng restored %zu statement entries from \"%s\"; %zu more could not be restored",
+						loaded, PGSS_NG_STAT_FILE, skipped),
+				 errdetail("A backend had already made the same entry, shared memory ran out, or a saved query text was not valid in its encoding.")));
 	else
 		ereport(LOG,
 				(errmsg("pgss_ng restored %zu statement entries from \"%s\"",
 						loaded, PGSS_NG_STAT_FILE)));
+}
+
+/*
+ * postmaster_stopping
+ *		Whether the postmaster is shutting down: it writes "stopping" as
+ *		the status line of postmaster.pid (in the data directory, our
+ *		working directory) when a shutdown request arrives, before it
+ *		signals any child.  False if the file cannot be read.
+ */
+static bool
+postmaster_stopping(void)
+{
+	FILE	   *f;
+	char		line[MAXPGPATH];
+	int			lineno = 0;
+	bool		stopping = false;
+
+	f = AllocateFile("postmaster.pid", "r");
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL)
+	{
+		if (++lineno == LOCK_FILE_LINE_PM_STATUS)
+		{
+			stopping = strncmp(line, PM_STATUS_STOPPING,
+							   strlen(PM_STATUS_STOPPING)) == 0;
+			break;
+		}
+	}
+	FreeFile(f);
+	return stopping;
 }
 
 /*
@@ -652,8 +771,10 @@ pgss_ng_writer_main(Datum main_arg)
 		unlink(PGSS_NG_STAT_FILE);
 
 	/*
-	 * Exit code 1: the postmaster restarts us unless it is shutting down,
-	 * so a SIGTERM that was not a shutdown does not end persistence.
+	 * A shutdown: exit code 0, which the postmaster does not log.  A
+	 * SIGTERM that was not a shutdown (pg_terminate_backend): exit code 1,
+	 * so that the postmaster starts the writer again and persistence goes
+	 * on.
 	 */
-	proc_exit(1);
+	proc_exit(postmaster_stopping() ? 0 : 1);
 }

@@ -7,10 +7,29 @@
  * the next text with the same hash, the number of entries using it, its
  * length and its bytes (NUL-terminated).  A dshash (the dedup hash) maps a
  * hash to the first node of its chain; a text is found by hash, then by
- * length and byte comparison.  The bytes of all nodes (header included)
- * are counted against pgss_ng.query_text_memory: a text that does not fit
- * is not stored (the entry shows query NULL) and counts in qtext_dropped.
- * Texts are never cut, so never in the middle of a multibyte character.
+ * length and byte comparison.  Texts are never cut, so never in the
+ * middle of a multibyte character.
+ *
+ * The cap (pgss_ng.query_text_memory) and privacy: the cap applies to the
+ * charged bytes, the size of a node (header included) counted once per
+ * entry that uses it, as if no text were shared; sharing only saves
+ * memory.  A text is checked against the cap before the dedup hash is
+ * looked at, and the charge does not depend on whether an identical text
+ * is already stored.  So whether an entry gets its text (or query NULL,
+ * counted in qtext_dropped) never depends on the texts of other entries,
+ * and a role cannot learn whether another role ran a guessed text (issue
+ * 14).  The physical bytes (qtext_bytes in pgss_ng_info) are never more
+ * than the charged ones, hence never over the cap either.
+ *
+ * Pressure: a full arena makes room the way a full table does.  Once the
+ * charged bytes pass the cap minus QTEXT_RESERVE (1/QTEXT_SHARE of the
+ * cap), pgss_ng_qtext_needs_room() says so and the kind layer evicts the
+ * least valuable entries (usage order, under its dealloc lock, a bounded
+ * batch per call) before it creates the next entry; each evicted entry
+ * gives back its charge.  So a new text of up to QTEXT_RESERVE bytes
+ * normally finds room.  A text whose node is larger than that is never
+ * stored (query NULL, counted in qtext_dropped), so that one statement
+ * cannot flush more than a 1/QTEXT_SHARE of the arena.
  *
  * The dedup hash is created by the first backend that stores a text (the
  * postmaster must not create DSM segments, and this keeps the kind layer's
@@ -26,6 +45,7 @@
 #include <xxhash.h>
 
 #include "lib/dshash.h"
+#include "mb/pg_wchar.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
@@ -50,6 +70,14 @@ typedef struct QtextNode
 
 #define QTEXT_NODE_SIZE(len)	(offsetof(QtextNode, data) + (len) + 1)
 
+/*
+ * Share of the cap kept free by eviction, and the largest text (node size)
+ * ever stored: 1/QTEXT_SHARE of the cap (32 kB at the 256 kB minimum,
+ * 2 MB at the default 16 MB).
+ */
+#define QTEXT_SHARE				8
+#define QTEXT_RESERVE(limit)	((limit) / QTEXT_SHARE)
+
 /* element of the dedup hash */
 typedef struct QtextBucket
 {
@@ -62,7 +90,8 @@ typedef struct QtextShared
 	dshash_table_handle dedup_handle;	/* InvalidDsaPointer until made */
 	int			hash_tranche;
 	int64		limit_bytes;
-	int64		bytes;
+	int64		charged;		/* node size x users, summed: capped */
+	int64		bytes;			/* node sizes of the distinct texts */
 	int64		count;
 	int64		dropped;
 } QtextShared;
@@ -164,6 +193,7 @@ pgss_ng_qtext_shmem_startup(int hash_tranche)
 		qtext_shared->dedup_handle = InvalidDsaPointer;
 		qtext_shared->hash_tranche = hash_tranche;
 		qtext_shared->limit_bytes = (int64) qtext_memory_kb * 1024;
+		qtext_shared->charged = 0;
 		qtext_shared->bytes = 0;
 		qtext_shared->count = 0;
 		qtext_shared->dropped = 0;
@@ -202,7 +232,10 @@ attach_dedup(dsa_area *area)
  *		Store len bytes of text, or share the identical text already
  *		stored.  Returns the text's pointer, or InvalidDsaPointer if it
  *		does not fit under the cap or shared memory ran out (counted in
- *		qtext_dropped).
+ *		qtext_dropped) or is larger than 1/QTEXT_SHARE of the cap.  The
+ *		cap is checked first, on the charged bytes (see the file header),
+ *		so the outcome does not depend on whether the same text is already
+ *		stored.
  *
  * Locks: pgss_ng_qtext exclusively, and under it one dedup partition lock.
  * Errors: an out-of-memory ERROR from the dedup hash itself propagates
@@ -219,8 +252,17 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 	QtextNode  *node;
 
 	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
-	attach_dedup(area);
 
+	/* the cap first, as if the text were new: see the file header */
+	if (qtext_shared->charged + (int64) size > qtext_shared->limit_bytes ||
+		(int64) size > QTEXT_RESERVE(qtext_shared->limit_bytes))
+	{
+		qtext_shared->dropped++;
+		LWLockRelease(qtext_lock);
+		return InvalidDsaPointer;
+	}
+
+	attach_dedup(area);
 	bucket = dshash_find_or_insert(dedup, &hash, &found);
 	if (!found)
 		bucket->head = InvalidDsaPointer;
@@ -231,15 +273,14 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 		if (node->len == (uint32) len && memcmp(node->data, text, len) == 0)
 		{
 			node->refcount++;
+			qtext_shared->charged += size;
 			dshash_release_lock(dedup, bucket);
 			LWLockRelease(qtext_lock);
 			return p;
 		}
 	}
 
-	p = InvalidDsaPointer;
-	if (qtext_shared->bytes + (int64) size <= qtext_shared->limit_bytes)
-		p = dsa_allocate_extended(area, size, DSA_ALLOC_NO_OOM);
+	p = dsa_allocate_extended(area, size, DSA_ALLOC_NO_OOM);
 
 	if (!DsaPointerIsValid(p))
 	{
@@ -262,10 +303,27 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 	bucket->head = p;
 	dshash_release_lock(dedup, bucket);
 
+	qtext_shared->charged += size;
 	qtext_shared->bytes += size;
 	qtext_shared->count++;
 	LWLockRelease(qtext_lock);
 	return p;
+}
+
+/*
+ * pgss_ng_qtext_valid
+ *		Whether len bytes read from outside (the stats file) may become a
+ *		stored text: valid in the given encoding, with no NUL byte (which
+ *		pg_verify_mbstr rejects in every encoding).  The view converts
+ *		texts with pg_any_to_server, which raises an ERROR on invalid
+ *		bytes: a text that fails here would make every read of the view
+ *		fail.  No lock, no allocation; never raises an ERROR.
+ */
+bool
+pgss_ng_qtext_valid(const char *text, int len, int encoding)
+{
+	return PG_VALID_BE_ENCODING(encoding) &&
+		pg_verify_mbstr(encoding, text, len, true);
 }
 
 /*
@@ -292,9 +350,9 @@ pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int *len)
 
 /*
  * pgss_ng_qtext_release
- *		An entry stops using a text; the last user frees it.
- *		InvalidDsaPointer is accepted and ignored.  Locks: pgss_ng_qtext
- *		exclusively, and under it one dedup partition lock.
+ *		An entry stops using a text (and its charge); the last user
+ *		frees it.  InvalidDsaPointer is accepted and ignored.  Locks:
+ *		pgss_ng_qtext exclusively, and under it one dedup partition lock.
  */
 void
 pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
@@ -309,6 +367,7 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
 	node = dsa_get_address(area, text);
 	Assert(node->refcount > 0);
+	qtext_shared->charged -= QTEXT_NODE_SIZE(node->len);
 	if (--node->refcount > 0)
 	{
 		LWLockRelease(qtext_lock);
@@ -335,6 +394,21 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 	qtext_shared->count--;
 	dsa_free(area, text);
 	LWLockRelease(qtext_lock);
+}
+
+/*
+ * pgss_ng_qtext_needs_room
+ *		Whether the charged bytes are past the cap minus QTEXT_RESERVE, so
+ *		that entries should be evicted to make room (the kind's
+ *		needs_room_cb).  Reads one aligned int64 without the lock: a hint,
+ *		checked again at every call; never raises an ERROR.
+ */
+bool
+pgss_ng_qtext_needs_room(void)
+{
+	int64		limit = qtext_shared->limit_bytes;
+
+	return qtext_shared->charged > limit - QTEXT_RESERVE(limit);
 }
 
 /*

@@ -44,6 +44,7 @@
 static bool stmt_flush_pending(PgssNgEntryRef *ref, bool nowait);
 static void stmt_discard_pending(PgssNgEntryRef *ref);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
+static bool stmt_needs_room(PgssNgKind *kind);
 
 static const PgssNgKindInfo stmt_kind_info = {
 	.name = "pgss_ng",
@@ -56,6 +57,7 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.free_cb = stmt_free,
 	.to_serialized_cb = pgss_ng_stmt_to_serialized,
 	.from_serialized_cb = pgss_ng_stmt_from_serialized,
+	.needs_room_cb = stmt_needs_room,
 };
 
 PgssNgKind *pgss_ng_stmt_kind = NULL;
@@ -291,6 +293,17 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 	sh->last_executed = 0;
 	sh->changed_at = now;
 	return DsaPointerIsValid(sh->qtext);
+}
+
+/*
+ * stmt_needs_room
+ *		needs_room_cb: the text arena is nearly full, evict to make room
+ *		(pgss_ng_qtext_needs_room).
+ */
+static bool
+stmt_needs_room(PgssNgKind *kind)
+{
+	return pgss_ng_qtext_needs_room();
 }
 
 /*

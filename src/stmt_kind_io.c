@@ -478,7 +478,9 @@ stmt_restored_changed(void *shared_data, void *arg)
  *		the record is malformed (persist.c then discards the whole file);
  *		*restored says whether the saved counts are in (merged into the
  *		entry of a backend that made the same key first, if need be); not
- *		when the backstop was reached or shared memory ran out.
+ *		when the backstop was reached, shared memory ran out, or the text
+ *		is not valid in its encoding or holds a NUL byte (the record is
+ *		then skipped: pgss_ng_qtext_valid).
  */
 bool
 pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
@@ -496,6 +498,13 @@ pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data, Size len,
 
 	ra.rec = &rec;
 	ra.text = rec.qlen >= 0 ? data + sizeof(StmtRecord) : NULL;
+
+	/* a forged or damaged text must never make the view fail: skip it */
+	if (ra.text && !pgss_ng_qtext_valid(ra.text, rec.qlen, rec.encoding))
+	{
+		*restored = false;
+		return true;
+	}
 	switch (pgss_ng_kind_restore(kind, &rec.key, stmt_restore_init, &ra,
 								 rec.usage))
 	{

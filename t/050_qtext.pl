@@ -10,11 +10,12 @@
 #   - a 1 MB statement (a long comment) runs, is counted (calls exact), and
 #     gets query NULL with qtext_dropped + 1;
 #   - 600 long distinct statements ("SELECT c1, c1, ..., c1 FROM w", N
-#     columns, N = 1 .. 600, about 720 kB of text), each run twice, overflow
-#     the arena: qtext_bytes, sampled after every statement pair, never
-#     exceeds the cap; texts were dropped; every one of the 600 entries has
-#     calls = 2, with either its exact text or query NULL, and some have
-#     NULL;
+#     columns, N = 1 .. 600, about 720 kB of text), each run twice, are
+#     more than the arena holds: qtext_bytes, sampled after every statement
+#     pair, never exceeds the cap and reaches the eviction mark (1/8 of
+#     the cap kept free); no text was dropped: room was made by evicting
+#     entries (counted in dealloc); every one of the 600 entries left has
+#     calls = 2 and its exact text (none NULL);
 #   - qtext_count always equals the number of distinct texts in the view;
 #   - a full reset frees every text (only the reset statement's own
 #     remains);
@@ -206,10 +207,14 @@ my ($nsamples, $maxb, $under) = split /\|/,
 note("qtext_bytes: max $maxb of $limit over $nsamples samples");
 is($nsamples, $nlong, 'one sample after each pair of long statements');
 is($under, 't', 'qtext_bytes never exceeded qtext_limit_bytes');
-# The longest text is under 2,500 bytes: a full arena has less free.
-cmp_ok($maxb, '>', $limit - 2500, 'the arena was filled up to its cap');
-cmp_ok($node->safe_psql('postgres', 'SELECT qtext_dropped FROM pgss_ng_info'),
-	'>', $dropped0 + 1, 'long texts were dropped (qtext_dropped grew)');
+# The longest text is under 2,500 bytes, and eviction keeps 1/8 of the
+# cap free: the arena was filled up to that mark.
+cmp_ok($maxb, '>', $limit - $limit / 8 - 2500,
+	'the arena was filled up to its eviction mark');
+is($node->safe_psql('postgres', 'SELECT qtext_dropped FROM pgss_ng_info'),
+	$dropped0 + 1, 'no long text was dropped: room was made');
+my $dealloc_long = $node->safe_psql('postgres', 'SELECT dealloc FROM pgss_ng_info');
+cmp_ok($dealloc_long, '>', 0, 'entries were evicted to make room (dealloc)');
 
 # Their query ids, in order, with tracking off.
 my @qid = $node->safe_psql('postgres',
@@ -227,13 +232,13 @@ for my $r (split /\n/,
 	my ($qid, $calls, $isnull, $q) = split /\|/, $r, 4;
 	$row{$qid} = [ $calls, $isnull, $q ];
 }
-my ($nnull, $ntext, @bad) = (0, 0);
+my ($nnull, $ntext, $ngone, @bad) = (0, 0, 0);
 for my $i (0 .. $nlong - 1)
 {
 	my $r = $row{ $qid[$i] // '' };
 	if (!defined $r)
 	{
-		push @bad, "N=" . ($i + 1) . ": no entry";
+		$ngone++;		# evicted to make room
 	}
 	elsif ($r->[0] != 2)
 	{
@@ -252,10 +257,12 @@ for my $i (0 .. $nlong - 1)
 		push @bad, "N=" . ($i + 1) . ": text " . substr($r->[2], 0, 60);
 	}
 }
-note("long statements: $ntext with text, $nnull with query NULL");
+note("long statements: $ntext with text, $nnull with query NULL, $ngone evicted");
 is_deeply(\@bad, [],
-	'every long statement has calls = 2 and its exact text or NULL');
-cmp_ok($nnull, '>', 0, 'some long statements have query NULL');
+	'every long statement left has calls = 2 and its exact text or NULL');
+is($nnull, 0, 'no long statement has query NULL');
+cmp_ok($ngone, '>', 0, 'some long statements were evicted');
+cmp_ok($ngone, '<=', $dealloc_long, 'each one counted in dealloc');
 cmp_ok($ntext, '>', 0, 'some long statements have their text');
 check_arena('after overflowing the arena');
 

@@ -4,14 +4,23 @@
 # lock (every later session finishes within a timeout), no leaked
 # reference (idle, entries_allocated = entries).
 #
-# 1. Text site (query_text_memory = 256kB): four concurrent clients run 200
-#    distinct statements of exactly 3000 bytes, three times each, plus one
-#    statement longer than the whole arena.  Every execution is counted
-#    (calls exact, dropped = 0); qtext_bytes stays under the cap; the
-#    entries whose text did not fit show query NULL, as many as
-#    qtext_dropped; stored texts are exact.  A full reset frees every text
-#    and entry (all counters 0), and a second run stores as many texts as
-#    the first: the freed space is reusable.
+# 1. Text site (query_text_memory = 256kB), all statements of exactly
+#    3000 bytes.  First four concurrent clients run 20 hot statements, each
+#    client each statement 10 times (60 kB of text: it fits).  Then they
+#    run 200 cold statements, three times each, plus one statement longer
+#    than the whole arena.  The cold texts are more than the arena holds:
+#    entries are evicted to make room (dealloc > 0), least valuable first,
+#    so never a hot entry (usage 41 against at most 4 for a cold one, which
+#    decay would take minutes to undo): each hot statement keeps exactly 40
+#    calls and its exact text.  The executions of evicted cold entries are
+#    lost, as in pg_stat_statements, so a cold entry left has 1 to 3
+#    calls; nothing is dropped (dropped = 0); qtext_bytes stays under the
+#    cap and reaches the eviction mark (1/8 of the cap kept free); entries
+#    without text are at most qtext_dropped (the huge statement's text is
+#    never stored); stored texts are exact.  A full reset frees every text
+#    and entry (all counters 0), and a second run gives the hot statements
+#    40 calls again and fills the arena to the mark again: the freed space
+#    is reusable.
 # 2. Entry site (pgss_ng.max = 100, backstop 200): one DO block runs 600
 #    distinct nested statements (track = all): one backend holds at most
 #    max/4 references (early flushes), so eviction keeps up and nothing is
@@ -138,35 +147,32 @@ pgss_ng.save = off
 	my $longq = $node->safe_psql('postgres', q{SELECT 'longq'::regrole::oid});
 
 	my $len = 3000;
+	# a statement of exactly $len bytes: $head, then a comment of $fill
+	my $sized = sub {
+		my ($head, $fill) = @_;
+		return $head . ' /* ' . ($fill x ($len - length($head) - 7)) . ' */';
+	};
 	my @stmts;
 	for my $i (1 .. 200)
 	{
 		my $a = 1 + $i % 100;
 		my $b = 1 + int($i / 100);
-		my $s = "SELECT c$a, c$b FROM w /* ";
-		$s .= 'x' x ($len - length($s) - 3) . ' */';
-		push @stmts, $s;
+		push @stmts, $sized->("SELECT c$a, c$b FROM w", 'x');
 	}
+	# three columns: other query ids than the cold statements'
+	my @hot = map { $sized->("SELECT c$_, c$_, c$_ FROM w", 'h') } 1 .. 20;
 	my $huge = 'SELECT c1, c2, c3, c4 FROM w /* ' . ('y' x 300_000) . ' */';
 
-	# Four clients; client k runs every statement j with j % 4 != k, so
-	# each statement runs three times, by three clients, which start at
-	# different places in the list: stores race for the arena.
+	# Four clients, each running the lines $lines->($k) gives, from
+	# different places in the lists: stores race for the arena.
 	my $run = sub {
-		my ($rounds_label, $with_huge) = @_;
+		my ($label, $lines) = @_;
 		my (@h, @out, @err);
 		for my $k (0 .. 3)
 		{
-			my $f = "$tmp/long_$rounds_label$k.sql";
+			my $f = "$tmp/long_$label$k.sql";
 			open(my $fh, '>', $f) or die "$f: $!";
-			for my $i (0 .. $#stmts)
-			{
-				# client k starts at a different place: concurrent stores
-				my $j = ($i + 50 * $k) % @stmts;
-				next if $j % 4 == $k;
-				print $fh "$stmts[$j];\n";
-			}
-			print $fh "$huge;\n" if $with_huge && $k == 0;
+			print $fh "$_;\n" for $lines->($k);
 			close($fh);
 			($out[$k], $err[$k]) = ('', '');
 			$h[$k] = IPC::Run::start(
@@ -182,51 +188,87 @@ pgss_ng.save = off
 		{
 			$h[$k]->finish;
 			is($h[$k]->result(0) . " $err[$k]", '0 ',
-				"text site, $rounds_label, client $k: no error");
+				"text site, $label, client $k: no error");
 		}
 		ok(poll_untracked($node, q{SELECT count(*) FROM pg_stat_activity
 								  WHERE usename = 'longq'}, '0'),
-			"text site, $rounds_label: clients gone");
+			"text site, $label: clients gone");
 	};
+	# hot: each client runs every hot statement 10 times (40 calls each)
+	my $hot_lines = sub {
+		my ($k) = @_;
+		return map { my $r = $_; map { $hot[ ($_ + 5 * $k + $r) % @hot ] }
+			  0 .. $#hot } 1 .. 10;
+	};
+	# cold: client k runs every statement j with j % 4 != k, so each runs
+	# three times, by three clients; client 0 ends with the huge one
+	my $cold_lines = sub {
+		my ($k, $with_huge) = @_;
+		my @l;
+		for my $i (0 .. $#stmts)
+		{
+			my $j = ($i + 50 * $k) % @stmts;
+			push @l, $stmts[$j] unless $j % 4 == $k;
+		}
+		push @l, $huge if $with_huge && $k == 0;
+		return @l;
+	};
+
+	# One row: hot entries with 40 calls and their exact text; cold
+	# entries; cold entries with calls outside 1..3; entries without text;
+	# exact stored cold texts.
+	my $rows_sql = qq{
+		SELECT count(*) FILTER (WHERE calls = 40 AND length(query) = $len
+								AND query LIKE 'SELECT c%, c%, c% FROM w /* h%h */'),
+			   count(*) FILTER (WHERE query IS NULL
+								OR query NOT LIKE '% /* h%h */'),
+			   count(*) FILTER (WHERE calls NOT BETWEEN 1 AND 3
+								AND query NOT LIKE '% /* h%h */'),
+			   count(*) FILTER (WHERE query IS NULL),
+			   count(*) FILTER (WHERE length(query) = $len
+								AND query LIKE 'SELECT c%, c% FROM w /* x%x */')
+		FROM pgss_ng WHERE userid = $longq};
 
 	check($node, 'SELECT pgss_ng_reset()');
 	is(info($node, 'entries, entries_allocated, qtext_count, qtext_bytes'),
 		'0|0|0|0', 'text site: empty after a full reset');
 
-	$run->('first', 1);
+	$run->('hot1', $hot_lines);
+	is(check($node, $rows_sql), '20|0|0|0|0',
+		'text site: 20 hot statements, 40 calls each, exact texts');
+	$run->('first', sub { $cold_lines->($_[0], 1) });
 
-	my ($qb, $ql, $qc, $qd, $dropped) = split /\|/,
+	my ($qb, $ql, $qc, $qd, $dropped, $dealloc) = split /\|/,
 	  info($node,
-		'qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped, dropped');
+		'qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped, dropped, dealloc');
 	is($ql, 256 * 1024, 'qtext_limit_bytes = 256kB');
 	cmp_ok($qb, '<=', $ql, "qtext_bytes $qb <= qtext_limit_bytes");
 	is($dropped, 0, 'no execution dropped');
-	my ($nrows, $ncalls3, $nnull, $nexact, $hugerow) = split /\|/, check(
-		$node, qq{
-		SELECT count(*),
-			   count(*) FILTER (WHERE calls = 3),
-			   count(*) FILTER (WHERE query IS NULL),
-			   count(*) FILTER (WHERE length(query) = $len
-								AND query LIKE 'SELECT c%, c% FROM w /* x%x */'),
-			   max(calls) FILTER (WHERE calls = 1 AND query IS NULL)
-		FROM pgss_ng WHERE userid = $longq});
-	is($nrows, 201, 'text site: 201 entries (200 statements + the huge one)');
-	is($ncalls3, 200, 'text site: each long statement counted 3 times');
-	is($hugerow // 'none', 1,
-		'text site: the statement longer than the arena counted, query NULL');
-	is($nnull, $qd, "text site: entries without text ($nnull) = qtext_dropped");
-	cmp_ok($qd, '>', 1, 'text site: texts were dropped');
-	is($nexact, $qc, 'text site: every stored text is exact and counted');
+	my ($nhot, $ncold, $nbadcalls, $nnull, $nexact) = split /\|/,
+	  check($node, $rows_sql);
+	is($nhot, 20,
+		'text site: every hot statement kept, 40 calls, exact text');
+	cmp_ok($dealloc, '>', 0, 'text site: entries were evicted to make room');
+	cmp_ok($ncold + $dealloc, '>=', 201,
+		'text site: 201 cold statements, each kept or evicted');
+	is($nbadcalls, 0, 'text site: every cold entry left counted 1 to 3 times');
+	cmp_ok($qd, '>=', 1, 'text site: the huge text was not stored');
+	cmp_ok($nnull, '<=', $qd,
+		"text site: entries without text ($nnull) <= qtext_dropped");
+	is($nhot + $nexact, $qc, 'text site: every stored text is exact and counted');
 	cmp_ok($qb, '>=', $qc * ($len + 1), 'qtext_bytes covers the stored texts');
-	my $stored_first = $qc;
+	cmp_ok($qb, '>', $ql - $ql / 8 - 2 * $len,
+		'text site: the arena was filled to its eviction mark');
 
 	# A failure recorded while the arena is full: a utility statement (no
-	# entry made at parse analysis) whose text is larger than what is left
-	# fails; its entry is made when the failure is merged (at the
-	# session's exit), without text.  Nothing but the statement's own
-	# ERROR reaches the client (its log line is kept out of the server log).
+	# entry made at parse analysis) whose text is larger than 1/8 of the
+	# arena (never stored, even by making room: issue 14) fails; its entry
+	# is made when the failure is merged (at the session's exit), without
+	# text.  Nothing but the statement's own ERROR reaches the client (its
+	# log line is kept out of the server log).
 	{
-		my $fail = 'DROP TABLE no_such_table /* ' . ('z' x 4000) . ' */';
+		my $fail =
+		  'DROP TABLE no_such_table /* ' . ('z' x (40 * 1024)) . ' */';
 		my ($out, $err) = ('', '');
 		local $ENV{PGOPTIONS} = '-c log_min_messages=fatal';
 		my $rc = $node->psql('postgres', $fail, stdout => \$out,
@@ -256,14 +298,20 @@ pgss_ng.save = off
 		'0|0|0|0|0',
 		'text site: a full reset frees every entry and text');
 
-	$run->('second', 0);
-	is( check(
-			$node, qq{
-			SELECT count(*) FILTER (WHERE query IS NOT NULL) || ' ' ||
-				   count(*) FILTER (WHERE calls = 3)
-			FROM pgss_ng WHERE userid = $longq}),
-		"$stored_first 200",
-		'text site: the second run stores as many texts as the first');
+	$run->('hot2', $hot_lines);
+	$run->('second', sub { $cold_lines->($_[0], 0) });
+	($qb, $qc, $dealloc) = split /\|/,
+	  info($node, 'qtext_bytes, qtext_count, dealloc');
+	($nhot, $ncold, $nbadcalls, $nnull, $nexact) = split /\|/,
+	  check($node, $rows_sql);
+	is($nhot, 20, 'text site: second run: hot statements kept, 40 calls each');
+	cmp_ok($dealloc, '>', 0, 'text site: second run: entries evicted');
+	cmp_ok($qb, '>', $ql - $ql / 8 - 2 * $len,
+		'text site: the second run fills the arena to the mark again');
+	cmp_ok($qb, '<=', $ql, 'text site: second run: qtext_bytes <= the cap');
+	is($nhot + $nexact, $qc, 'text site: second run: every stored text is exact');
+	is($nbadcalls, 0,
+		'text site: second run: every cold entry left counted 1 to 3 times');
 
 	$node->stop;
 	my $log = slurp_file($node->logfile);

@@ -1,0 +1,157 @@
+# Shared memory running out must not flood the log (issue 14, item 3).
+#
+# Dynamic shared memory segments are files here (dynamic_shared_memory_type
+# = mmap), and the server runs under a file size limit of 1536 kB
+# (ulimit -f 3072 in sh's 512-byte blocks, through a pg_ctl wrapper;
+# PostgreSQL ignores SIGXFSZ, so a write past it fails with EFBIG): the
+# kind's DSA area can add its two 1 MB segments, and every larger one
+# fails ("could not resize shared memory segment ... File too large").
+# WAL segments are 1 MB (initdb --wal-segsize=1) so that nothing else
+# reaches the limit.
+#
+# 1. A file of the 20000 saved entries and a few more (CREATE EXTENSION,
+#    the table's creation), written by a run without the limit, is
+#    restored under it: the restore stops at the first out-of-memory, with
+#    one line saying how many entries were skipped; at most one "pgss_ng
+#    could not" line is logged.
+# 2. A new start without a file: 20000 new distinct statements, most of
+#    which cannot get an entry: every statement succeeds, entries + dropped
+#    = 20000, and the "pgss_ng could not" lines are at most one per 10 s
+#    of the run (plus one) — before the fix there was one per statement.
+#
+# The 20000 distinct statements select distinct pairs of columns of a wide
+# table: no constants, so they stay distinct on every version (SET values,
+# for one, are normalized to $1 from 18 on).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use POSIX qw(ceil);
+
+use PgssNgTest;
+
+my $node = PostgreSQL::Test::Cluster->new('log_flood');
+$node->init(extra => [ '--wal-segsize=1' ]);
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'pgss_ng'
+pgss_ng.max = 50000
+pgss_ng.track = top
+pgss_ng.track_utility = on
+pgss_ng.track_planning = off
+pgss_ng.save = on
+dynamic_shared_memory_type = mmap
+max_parallel_workers_per_gather = 0
+autovacuum = off
+log_statement = none
+min_wal_size = 4MB
+max_wal_size = 8MB
+});
+
+# pg_ctl wrapper that starts the server under the file size limit.
+my $wrapdir = PostgreSQL::Test::Utils::tempdir();
+my $real_pg_ctl = `sh -c 'command -v pg_ctl'`;
+chomp $real_pg_ctl;
+open my $fh, '>', "$wrapdir/pg_ctl" or die $!;
+print $fh "#!/bin/sh\nulimit -f 3072\nexec '$real_pg_ctl' \"\$@\"\n";
+close $fh;
+chmod 0755, "$wrapdir/pg_ctl";
+
+sub start_limited
+{
+	local $ENV{PATH} = "$wrapdir:$ENV{PATH}";
+	$node->start;
+	return;
+}
+
+sub quiet_psql
+{
+	my ($sql) = @_;
+	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
+	return $node->safe_psql('postgres', $sql);
+}
+
+# 20000 distinct statements: ordered pairs of the 150 columns of w
+sub pair_statements
+{
+	my @s;
+	for my $i (1 .. 150)
+	{
+		for my $j (grep { $_ != $i } 1 .. 150)
+		{
+			push @s, "SELECT c$i, c$j FROM w;\n";
+			return join('', @s) if @s == 20000;
+		}
+	}
+	die 'not enough pairs';
+}
+
+# Run 1, no limit: 20000 entries, saved at a clean stop.
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
+create_wide_table($node, 'w', 150);
+my $sql = pair_statements();
+$node->safe_psql('postgres', $sql);
+my $nsaved = quiet_psql('SELECT entries FROM pgss_ng_info');
+cmp_ok($nsaved, '>=', 20000, "$nsaved entries before the stop");
+$node->stop('fast');
+my $file = slurp_file($node->data_dir . '/pg_stat/pgss_ng.stat');
+my $infolen = unpack('L', substr($file, 12, 4));
+is(unpack('L', substr($file, 16 + $infolen, 4)), $nsaved, "the file holds $nsaved records");
+
+# The log file is under the limit too: each limited run gets a new one,
+# and a log that reached the limit (before the fix) ends the wait.
+sub wait_restored_or_full
+{
+	for (my $i = 0; $i < 1800; $i++)
+	{
+		return if slurp_file($node->logfile) =~ /pgss_ng restored \d+ statement entries/;
+		return if -s $node->logfile >= 1536 * 1024 - 512;
+		usleep(100_000);
+	}
+	return;
+}
+
+# Run 2, limited: the restore runs out of shared memory.
+$node->rotate_logfile;
+start_limited();
+wait_restored_or_full();
+my $log = slurp_file($node->logfile);
+my @could = $log =~ /(pgss_ng could not [^\n]*)/g;
+note('restore: ' . scalar(@could) . ' "could not" lines; first: ' . ($could[0] // ''));
+cmp_ok(scalar(@could), '<=', 1, 'restore: at most one "pgss_ng could not" line');
+my @restored = $log =~ /(pgss_ng restored \d+ statement entries[^\n]*)/g;
+is(scalar(@restored), 1, 'restore: one "restored" line');
+like($restored[0] // '', qr/restored (\d+) statement entries .*; (\d+) more could not be restored/,
+	'restore: it says how many entries were skipped');
+my ($nres, $nskip) = ($restored[0] // '') =~ /restored (\d+) .*; (\d+) more/;
+is(($nres // 0) + ($nskip // 0), $nsaved, 'restore: restored + skipped = the records saved');
+cmp_ok($nres // 0, '<', $nsaved, 'restore: shared memory did run out');
+
+# Run 3, limited, no saved file: 20000 new statements, the later ones of
+# which cannot get an entry.
+$node->stop('immediate');
+unlink $node->data_dir . '/pg_stat/pgss_ng.stat';
+$node->rotate_logfile;
+start_limited();
+my $pos = 0;
+my $t0 = time();
+$sql = pair_statements();
+my ($rc, $out, $err) = (0, '', '');
+$rc = $node->psql('postgres', $sql, stdout => \$out, stderr => \$err);
+my $elapsed = time() - $t0;
+is($rc, 0, 'the 20000 statements all succeed') or diag $err;
+$log = slurp_file($node->logfile, $pos);
+@could = $log =~ /(pgss_ng could not [^\n]*)/g;
+my $bound = 1 + ceil($elapsed / 10);
+note(sprintf('%d "could not" lines in %.1f s (bound %d); first: %s',
+		scalar(@could), $elapsed, $bound, $could[0] // ''));
+cmp_ok(scalar(@could), '<=', $bound, 'at most one "could not" line per 10 s');
+is(quiet_psql('SELECT entries + dropped FROM pgss_ng_info'), 20000,
+	'every statement not recorded is counted in dropped');
+
+$node->stop('fast');
+done_testing();
