@@ -14,6 +14,7 @@
 MODULE_big = pgss_ng
 OBJS = \
 	src/pgss_ng.o \
+	src/cpu_usage.o \
 	src/kind.o \
 	src/kind_shmem.o \
 	src/kind_evict.o \

@@ -22,6 +22,8 @@
 #ifndef PGSS_NG_COMPAT_H
 #define PGSS_NG_COMPAT_H
 
+#include "access/sdir.h"
+#include "executor/execdesc.h"
 #include "executor/instrument.h"
 #include "jit/jit.h"
 
@@ -79,6 +81,33 @@
 	QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
 	bool execute_once
 #define PGSS_NG_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
+#endif
+
+/*
+ * ExecutorRun's arguments kept in a struct, to call the next hook from a
+ * helper: PGSS_NG_RUN_ARGS_SAVE(a) inside a function declared with
+ * PGSS_NG_EXECUTOR_RUN_PARAMS, prev(PGSS_NG_RUN_ARGS_CALL(a)) later.
+ */
+typedef struct PgssNgRunArgs
+{
+	QueryDesc  *queryDesc;
+	ScanDirection direction;
+	uint64		count;
+#if PG_VERSION_NUM < 180000
+	bool		execute_once;
+#endif
+} PgssNgRunArgs;
+
+#if PG_VERSION_NUM >= 180000
+#define PGSS_NG_RUN_ARGS_SAVE(a) \
+	((a).queryDesc = queryDesc, (a).direction = direction, (a).count = count)
+#define PGSS_NG_RUN_ARGS_CALL(a)	(a).queryDesc, (a).direction, (a).count
+#else
+#define PGSS_NG_RUN_ARGS_SAVE(a) \
+	((a).queryDesc = queryDesc, (a).direction = direction, \
+	 (a).count = count, (a).execute_once = execute_once)
+#define PGSS_NG_RUN_ARGS_CALL(a) \
+	(a).queryDesc, (a).direction, (a).count, (a).execute_once
 #endif
 
 /*

@@ -182,6 +182,35 @@ pgss_ng_kind_reset_counters(PgssNgKind *kind)
 }
 
 /*
+ * lock_live_entry
+ *		Find the live entry for key and lock it in mode.  Returns its body,
+ *		or NULL (nothing locked) if there is no such entry; on success the
+ *		key's partition lock is held shared (*he is its dshash entry) and
+ *		the entry lock in mode, both released by unlock_live_entry.
+ */
+static PgssNgSharedEntry *
+lock_live_entry(PgssNgKind *kind, const void *key, LWLockMode mode,
+				void **he)
+{
+	PgssNgSharedEntry *shared;
+
+	*he = dshash_find(kind->hash, key, false);
+	if (*he == NULL)
+		return NULL;
+	shared = dsa_get_address(kind->area, HASH_TAIL(kind, *he)->body);
+	LWLockAcquire(&shared->lock, mode);
+	return shared;
+}
+
+/* Release what lock_live_entry took. */
+static void
+unlock_live_entry(PgssNgKind *kind, PgssNgSharedEntry *shared, void *he)
+{
+	LWLockRelease(&shared->lock);
+	dshash_release_lock(kind->hash, he);
+}
+
+/*
  * pgss_ng_kind_update
  *		Call update on the data of the live entry for key, with its entry
  *		lock held exclusively (e.g. to merge counts read back from disk into
@@ -193,16 +222,12 @@ pgss_ng_kind_update(PgssNgKind *kind, const void *key, PgssNgUpdateFn update,
 					void *arg)
 {
 	void	   *he;
-	PgssNgSharedEntry *shared;
+	PgssNgSharedEntry *shared = lock_live_entry(kind, key, LW_EXCLUSIVE, &he);
 
-	he = dshash_find(kind->hash, key, false);
-	if (he == NULL)
+	if (shared == NULL)
 		return false;
-	shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
-	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	update(PgssNgSharedData(shared), arg);
-	LWLockRelease(&shared->lock);
-	dshash_release_lock(kind->hash, he);
+	unlock_live_entry(kind, shared, he);
 	return true;
 }
 
@@ -218,16 +243,12 @@ pgss_ng_kind_read(PgssNgKind *kind, const void *key, PgssNgVisitFn visit,
 				  void *arg)
 {
 	void	   *he;
-	PgssNgSharedEntry *shared;
+	PgssNgSharedEntry *shared = lock_live_entry(kind, key, LW_SHARED, &he);
 
-	he = dshash_find(kind->hash, key, false);
-	if (he == NULL)
+	if (shared == NULL)
 		return false;
-	shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
-	LWLockAcquire(&shared->lock, LW_SHARED);
 	visit(kind, key, PgssNgSharedData(shared), arg);
-	LWLockRelease(&shared->lock);
-	dshash_release_lock(kind->hash, he);
+	unlock_live_entry(kind, shared, he);
 	return true;
 }
 

@@ -33,11 +33,11 @@
 #include "optimizer/planner.h"
 #include "parser/analyze.h"
 #include "storage/ipc.h"
-#include "lib/ilist.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "cpu_usage.h"
 #include "persist.h"
 #include "qtext.h"
 #include "stmt_kind.h"
@@ -58,34 +58,6 @@ typedef enum PgssNgTrackLevel
 static int	pgss_ng_track = PGSS_NG_TRACK_TOP;
 static bool pgss_ng_track_utility = true;
 static bool pgss_ng_track_planning = false;
-static bool pgss_ng_track_cpu = false;
-
-/*
- * getrusage() of this thread where the platform has it (Linux), else of
- * the process: a backend is one thread either way.
- */
-#ifdef RUSAGE_THREAD
-#define PGSS_NG_RUSAGE_WHO	RUSAGE_THREAD
-#else
-#define PGSS_NG_RUSAGE_WHO	RUSAGE_SELF
-#endif
-
-/*
- * CPU time at the start of a tracked execution (ExecutorStart), found
- * again by its QueryDesc at ExecutorEnd.  Allocated in the query's memory
- * context; a reset callback of that context unlinks it, so an execution
- * that ends in an ERROR leaves nothing behind.
- */
-typedef struct CpuStart
-{
-	dlist_node	node;
-	QueryDesc  *queryDesc;
-	struct rusage start;
-	MemoryContextCallback cb;
-} CpuStart;
-
-/* the executions being timed, most recent first */
-static dlist_head cpu_starts = DLIST_STATIC_INIT(cpu_starts);
 
 static const struct config_enum_entry track_options[] =
 {
@@ -175,7 +147,7 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 /*
  * _PG_init
  *		When preloaded: let each module define its GUCs (the hooks' own
- *		here, pgss_ng.track_cpu among them; pgss_ng.max in stmt_kind.c,
+ *		here; pgss_ng.track_cpu in cpu_usage.c, pgss_ng.max in stmt_kind.c,
  *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c)
  *		and install the hooks.
  *
@@ -221,15 +193,8 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("pgss_ng.track_cpu",
-							 "Selects whether the CPU time of planning and "
-							 "execution is tracked by pgss_ng.",
-							 NULL,
-							 &pgss_ng_track_cpu,
-							 false,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
+	/* pgss_ng.track_cpu */
+	pgss_ng_cpu_init();
 
 	/* the writer's GUC and worker */
 	pgss_ng_persist_init();
@@ -257,23 +222,6 @@ _PG_init(void)
 }
 
 /*
- * cpu_since
- *		The user and system CPU time (ms) this thread used since start,
- *		a getrusage() sample (pg_stat_kcache's meaning).
- */
-static void
-cpu_since(const struct rusage *start, PgssNgCpuUsage *out)
-{
-	struct rusage now;
-
-	getrusage(PGSS_NG_RUSAGE_WHO, &now);
-	out->user_ms = (now.ru_utime.tv_sec - start->ru_utime.tv_sec) * 1000.0 +
-		(now.ru_utime.tv_usec - start->ru_utime.tv_usec) / 1000.0;
-	out->system_ms = (now.ru_stime.tv_sec - start->ru_stime.tv_sec) * 1000.0 +
-		(now.ru_stime.tv_usec - start->ru_stime.tv_usec) / 1000.0;
-}
-
-/*
  * usage_start / usage_stop
  *		Measure the wall time (ms), buffer and WAL usage of a call made
  *		between them, from the backend's cumulative counters, and its CPU
@@ -284,9 +232,9 @@ usage_start(UsageMeasure *m)
 {
 	m->bufusage_start = pgBufferUsage;
 	m->walusage_start = pgWalUsage;
-	m->cpu_sampled = pgss_ng_track_cpu;
+	m->cpu_sampled = pgss_ng_cpu_enabled();
 	if (m->cpu_sampled)
-		getrusage(PGSS_NG_RUSAGE_WHO, &m->cpu_start);
+		pgss_ng_cpu_sample(&m->cpu_start);
 	INSTR_TIME_SET_CURRENT(m->start);
 }
 
@@ -299,7 +247,7 @@ usage_stop(UsageMeasure *m)
 	INSTR_TIME_SUBTRACT(duration, m->start);
 	m->duration_ms = INSTR_TIME_GET_MILLISEC(duration);
 	if (m->cpu_sampled)
-		cpu_since(&m->cpu_start, &m->cpu);
+		pgss_ng_cpu_since(&m->cpu_start, &m->cpu);
 
 	memset(&m->bufusage, 0, sizeof(BufferUsage));
 	BufferUsageAccumDiff(&m->bufusage, &pgBufferUsage, &m->bufusage_start);
@@ -545,76 +493,13 @@ next_ExecutorStart(QueryDesc *queryDesc, int eflags)
 }
 
 /*
- * cpu_start_forget
- *		Reset callback of a timed execution's query context: unlink its
- *		CpuStart (still linked if the execution never reached
- *		ExecutorEnd, e.g. after an ERROR).
- */
-static void
-cpu_start_forget(void *arg)
-{
-	CpuStart   *cs = (CpuStart *) arg;
-
-	if (cs->queryDesc != NULL)
-		dlist_delete(&cs->node);
-	cs->queryDesc = NULL;
-}
-
-/*
- * cpu_start_take
- *		The CpuStart of an execution, unlinked, or NULL if it was not
- *		timed.
- */
-static CpuStart *
-cpu_start_take(QueryDesc *queryDesc)
-{
-	dlist_iter	it;
-
-	dlist_foreach(it, &cpu_starts)
-	{
-		CpuStart   *cs = dlist_container(CpuStart, node, it.cur);
-
-		if (cs->queryDesc == queryDesc)
-		{
-			dlist_delete(&cs->node);
-			cs->queryDesc = NULL;
-			return cs;
-		}
-	}
-	return NULL;
-}
-
-/*
- * cpu_start_keep
- *		Keep the CPU time sampled before a tracked execution's start-up in
- *		a CpuStart in its query's memory context.  Without memory the
- *		execution's CPU time is not sampled.
- */
-static void
-cpu_start_keep(QueryDesc *queryDesc, const struct rusage *start)
-{
-	MemoryContext cxt = queryDesc->estate->es_query_cxt;
-	CpuStart   *cs;
-
-	cs = MemoryContextAllocExtended(cxt, sizeof(CpuStart), MCXT_ALLOC_NO_OOM);
-	if (cs == NULL)
-		return;
-	cs->queryDesc = queryDesc;
-	cs->start = *start;
-	cs->cb.func = cpu_start_forget;
-	cs->cb.arg = cs;
-	MemoryContextRegisterResetCallback(cxt, &cs->cb);
-	dlist_push_head(&cpu_starts, &cs->node);
-}
-
-/*
  * pgss_ng_ExecutorStart
  *		Ask the executor for instrumentation of tracked statements; the
  *		Instrumentation lives in the query's memory context.  An ERROR in
  *		the executor's start-up counts as a failed execution (frame of
  *		stmt_errors.c) and is re-thrown.  With pgss_ng.track_cpu, the CPU
  *		time is sampled before the start-up (pg_stat_kcache counts
- *		ExecutorStart to ExecutorEnd) and kept (cpu_start_keep).
+ *		ExecutorStart to ExecutorEnd) and kept (pgss_ng_cpu_start_keep).
  */
 static void
 pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
@@ -634,9 +519,9 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		return;
 	}
 
-	cpu = pgss_ng_track_cpu;
+	cpu = pgss_ng_cpu_enabled();
 	if (cpu)
-		getrusage(PGSS_NG_RUSAGE_WHO, &start);
+		pgss_ng_cpu_sample(&start);
 	frame = begin_exec_frame(queryDesc);
 	PG_TRY();
 	{
@@ -659,73 +544,85 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	if (cpu)
-		cpu_start_keep(queryDesc, &start);
+		pgss_ng_cpu_start_keep(queryDesc, &start);
+}
+
+/*
+ * call_in_exec_frame
+ *		Run call (the next ExecutorRun or ExecutorFinish) one nesting level
+ *		deeper.  For a tracked statement, a run that ends in an ERROR (e.g.
+ *		from an AFTER trigger in ExecutorFinish) counts as a failed
+ *		execution, its earlier runs' time included, before the ERROR is
+ *		re-thrown; otherwise the frame just ends.
+ */
+static void
+call_in_exec_frame(QueryDesc *queryDesc,
+				   void (*call) (QueryDesc *queryDesc, void *arg), void *arg)
+{
+	bool		tracked = exec_tracked(queryDesc);
+	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
+
+	exec_nested_level++;
+	PG_TRY();
+	{
+		call(queryDesc, arg);
+	}
+	PG_CATCH();
+	{
+		exec_nested_level--;
+		if (tracked)
+			pgss_ng_stmt_failed(frame);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	exec_nested_level--;
+	if (tracked)
+		pgss_ng_stmt_end(frame);
+}
+
+/* call_in_exec_frame's call for ExecutorRun; arg is a PgssNgRunArgs. */
+static void
+call_executor_run(QueryDesc *queryDesc, void *arg)
+{
+	PgssNgRunArgs *run = (PgssNgRunArgs *) arg;
+
+	if (prev_ExecutorRun)
+		prev_ExecutorRun(PGSS_NG_RUN_ARGS_CALL(*run));
+	else
+		standard_ExecutorRun(PGSS_NG_RUN_ARGS_CALL(*run));
+}
+
+/* call_in_exec_frame's call for ExecutorFinish. */
+static void
+call_executor_finish(QueryDesc *queryDesc, void *arg)
+{
+	if (prev_ExecutorFinish)
+		prev_ExecutorFinish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
 }
 
 /*
  * pgss_ng_ExecutorRun
- *		Track nesting depth; a tracked statement's run that ends in an
- *		ERROR counts as a failed execution (its earlier runs' time
- *		included) before the ERROR is re-thrown.
+ *		Track nesting depth and failed executions (call_in_exec_frame).
  */
 static void
 pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 {
-	bool		tracked = exec_tracked(queryDesc);
-	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
+	PgssNgRunArgs run;
 
-	exec_nested_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorRun)
-			prev_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
-		else
-			standard_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
-	}
-	PG_CATCH();
-	{
-		exec_nested_level--;
-		if (tracked)
-			pgss_ng_stmt_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	exec_nested_level--;
-	if (tracked)
-		pgss_ng_stmt_end(frame);
+	PGSS_NG_RUN_ARGS_SAVE(run);
+	call_in_exec_frame(queryDesc, call_executor_run, &run);
 }
 
 /*
  * pgss_ng_ExecutorFinish
- *		Track nesting depth; an ERROR (e.g. from an AFTER trigger) counts
- *		as a failed execution of a tracked statement, as in
- *		pgss_ng_ExecutorRun.
+ *		Track nesting depth and failed executions (call_in_exec_frame).
  */
 static void
 pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 {
-	bool		tracked = exec_tracked(queryDesc);
-	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
-
-	exec_nested_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorFinish)
-			prev_ExecutorFinish(queryDesc);
-		else
-			standard_ExecutorFinish(queryDesc);
-	}
-	PG_CATCH();
-	{
-		exec_nested_level--;
-		if (tracked)
-			pgss_ng_stmt_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	exec_nested_level--;
-	if (tracked)
-		pgss_ng_stmt_end(frame);
+	call_in_exec_frame(queryDesc, call_executor_finish, NULL);
 }
 
 /*
@@ -738,8 +635,8 @@ static void
 pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 {
 	uint64		queryId = queryDesc->plannedstmt->queryId;
-	CpuStart   *cs = dlist_is_empty(&cpu_starts) ? NULL :
-		cpu_start_take(queryDesc);
+	struct rusage cpu_start;
+	bool		cpu_timed = pgss_ng_cpu_start_take(queryDesc, &cpu_start);
 
 	if (pgss_ng_stmt_ready() && queryId != UINT64CONST(0) &&
 		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level))
@@ -754,8 +651,8 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
 		parallel = &workers;
 #endif
-		if (cs)
-			cpu_since(&cs->start, &cpu);
+		if (cpu_timed)
+			pgss_ng_cpu_since(&cpu_start, &cpu);
 		InstrEndLoop(queryDesc->totaltime);
 		pgss_ng_store(queryDesc->sourceText, queryId,
 					  queryDesc->plannedstmt->stmt_location,
@@ -766,7 +663,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 					  &queryDesc->totaltime->bufusage,
 					  &queryDesc->totaltime->walusage,
 					  estate->es_jit ? &estate->es_jit->instr : NULL,
-					  parallel, cs ? &cpu : NULL, NULL);
+					  parallel, cpu_timed ? &cpu : NULL, NULL);
 	}
 
 	if (exec_nested_level == 0)
