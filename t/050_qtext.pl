@@ -37,19 +37,8 @@ use PgssNgTest;
 
 my $limit = 256 * 1024;
 
-my $node = PostgreSQL::Test::Cluster->new('qtext');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 5000
-pgss_ng.query_text_memory = 256kB
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = off
-});
-$node->start;
+my $node = start_small_arena_node('qtext',
+	init => { extra => [ '--encoding=UTF8', '--locale=C' ] });
 
 # Run SQL given as a Perl character string; return the output decoded.
 sub psql_utf8

@@ -71,32 +71,6 @@ sub wait_restored
 	return $n[0];
 }
 
-# CRC-32C (Castagnoli, reflected, as PostgreSQL's pg_crc32c).
-my @crc_table;
-for my $i (0 .. 255)
-{
-	my $c = $i;
-	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
-	$crc_table[$i] = $c;
-}
-
-sub crc32c
-{
-	my ($data) = @_;
-	my $crc = 0xFFFFFFFF;
-	$crc = $crc_table[ ($crc ^ $_) & 0xFF ] ^ ($crc >> 8) for unpack('C*', $data);
-	return $crc ^ 0xFFFFFFFF;
-}
-
-sub write_file
-{
-	my ($path, $data) = @_;
-	open my $fh, '>:raw', $path or die "could not write $path: $!";
-	print $fh $data;
-	close $fh;
-	chmod 0600, $path;
-}
-
 ############################################################################
 # A good file.
 ############################################################################

@@ -43,30 +43,9 @@ use IPC::Run;
 
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('qtext_privacy');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 5000
-pgss_ng.query_text_memory = 256kB
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = off
-autovacuum = off
-});
-$node->start;
-
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION pgss_ng;
-CREATE ROLE alice LOGIN;
-CREATE ROLE bob LOGIN;
-GRANT SET ON PARAMETER pgss_ng.track TO alice, bob;
-});
-create_wide_table($node, 'w', 60);
-$node->safe_psql('postgres', 'GRANT SELECT ON w TO alice, bob');
+my $node =
+  start_small_arena_node('qtext_privacy', conf => "autovacuum = off\n");
+setup_alice_bob($node, 60);
 
 # fill_stmt($k, $pad, $ch): the $k-th distinct ordered pair of columns of
 # w (3540 of them), padded by a comment holding $pad times $ch, or by

@@ -24,30 +24,9 @@ use Test::More;
 
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('qtext_pressure');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 5000
-pgss_ng.query_text_memory = 256kB
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = off
-autovacuum = off
-});
-$node->start;
-
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION pgss_ng;
-CREATE ROLE alice LOGIN;
-CREATE ROLE bob LOGIN;
-GRANT SET ON PARAMETER pgss_ng.track TO alice, bob;
-});
-create_wide_table($node, 'w', 30);
-$node->safe_psql('postgres', 'GRANT SELECT ON w TO alice, bob');
+my $node =
+  start_small_arena_node('qtext_pressure', conf => "autovacuum = off\n");
+setup_alice_bob($node, 30);
 
 sub as_role
 {

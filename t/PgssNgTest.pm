@@ -8,8 +8,11 @@ use warnings;
 
 use Exporter 'import';
 use Test::More;
+use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(create_wide_table wait_for_clients_gone);
+our @EXPORT =
+  qw(create_wide_table wait_for_clients_gone start_small_arena_node
+  setup_alice_bob crc32c write_file);
 
 # create_wide_table($node, $table, $ncols)
 #	An empty table $table with integer columns c1 .. c$ncols: statements
@@ -42,6 +45,80 @@ sub wait_for_clients_gone
 			  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()},
 			'0'),
 		$what);
+	return;
+}
+
+# start_small_arena_node($name, %opts)
+#	Create and start a node with pgss_ng preloaded and the smallest text
+#	arena (256 kB), top-level tracking with utility statements, no
+#	planning and no stats file.  $opts{init} is passed to init(),
+#	$opts{conf} is appended to postgresql.conf after those settings.
+sub start_small_arena_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%{ $opts{init} // {} });
+	$node->append_conf(
+		'postgresql.conf', q{
+shared_preload_libraries = 'pgss_ng'
+pgss_ng.max = 5000
+pgss_ng.query_text_memory = 256kB
+pgss_ng.track = top
+pgss_ng.track_utility = on
+pgss_ng.track_planning = off
+pgss_ng.save = off
+} . ($opts{conf} // ''));
+	$node->start;
+	return $node;
+}
+
+# setup_alice_bob($node, $ncols)
+#	CREATE EXTENSION pgss_ng, login roles alice and bob (who may SET
+#	pgss_ng.track) and a wide table w of $ncols columns they may read.
+sub setup_alice_bob
+{
+	my ($node, $ncols) = @_;
+	$node->safe_psql(
+		'postgres', q{
+CREATE EXTENSION pgss_ng;
+CREATE ROLE alice LOGIN;
+CREATE ROLE bob LOGIN;
+GRANT SET ON PARAMETER pgss_ng.track TO alice, bob;
+});
+	create_wide_table($node, 'w', $ncols);
+	$node->safe_psql('postgres', 'GRANT SELECT ON w TO alice, bob');
+	return;
+}
+
+# crc32c($data)
+#	CRC-32C (Castagnoli, reflected), as PostgreSQL's pg_crc32c computes
+#	it: what the stats file's trailer holds, for tests that forge files.
+my @crc_table;
+for my $i (0 .. 255)
+{
+	my $c = $i;
+	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
+	$crc_table[$i] = $c;
+}
+
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	$crc = $crc_table[ ($crc ^ $_) & 0xFF ] ^ ($crc >> 8)
+	  for unpack('C*', $data);
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# write_file($path, $data)
+#	Write $data as raw bytes to $path, mode 0600 (as the server's files).
+sub write_file
+{
+	my ($path, $data) = @_;
+	open my $fh, '>:raw', $path or die "could not write $path: $!";
+	print $fh $data;
+	close $fh;
+	chmod 0600, $path;
 	return;
 }
 
