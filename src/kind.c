@@ -7,10 +7,13 @@
  *	  free.  Readers and maintenance are in kind_maint.c.
  *
  * Life of an entry
- *	  create   under the <name>_alloc lock, a body is allocated
- *			   (DSA_ALLOC_NO_OOM), filled by the kind's init callback (still
- *			   under that lock, before anyone can see it), then published
- *			   in the dshash; the hash owns one reference.
+ *	  create   admitted against the backstop by an atomic count, a body
+ *			   is allocated (DSA_ALLOC_NO_OOM), filled by the kind's init
+ *			   callback (before anyone can see it), then published in the
+ *			   dshash under its partition lock, which settles two backends
+ *			   creating the same key; the hash owns one reference.  No
+ *			   global lock below max; at or past max, creations take
+ *			   turns under <name>_alloc (lookup_or_create).
  *	  pending  a backend that counts something for the entry finds it under
  *			   the partition lock, takes a reference and keeps a pending
  *			   entry (key, body, kind's pending data) in its local hash.
@@ -136,10 +139,10 @@ insert_one(void *arg)
  *
  * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
  * slots exhausted); it leaves the hash consistent but its partition lock(s)
- * held.  The caller holds only the alloc lock besides (see the file
+ * held.  The caller holds at most the alloc lock besides (see the file
  * header), so LWLockReleaseAll() releases exactly those.  Returns the
  * element with its partition lock held, or NULL after logging the error
- * (all LWLocks then released, the alloc lock included).
+ * (all LWLocks then released, the alloc lock included if held).
  */
 static void *
 insert_guarded(PgssNgKind *kind, const void *key, bool *found)
@@ -184,13 +187,43 @@ find_ref(PgssNgKind *kind, const void *key, bool want_ref,
 }
 
 /*
+ * admit_body
+ *		Admission of one more body against the backstop: raise
+ *		entries_allocated by one unless it has reached kind_backstop(),
+ *		with a compare-and-exchange loop, so that the bound is exact
+ *		without a lock however many backends create at once.  Returns
+ *		false (and counts a backstop skip) when the backstop is reached.
+ *		The caller gives the slot back (kind_free_body, or a decrement)
+ *		if it does not publish a body.  No lock; no ERROR.
+ */
+static bool
+admit_body(PgssNgKind *kind)
+{
+	PgssNgKindShared *ks = kind->shared;
+	uint32		backstop = (uint32) kind_backstop(kind);
+	uint32		n = pg_atomic_read_u32(&ks->entries_allocated);
+
+	do
+	{
+		if (n >= backstop)
+		{
+			pg_atomic_fetch_add_u64(&ks->backstop_skips, 1);
+			return false;
+		}
+	} while (!pg_atomic_compare_exchange_u32(&ks->entries_allocated, &n,
+											 n + 1));
+	return true;
+}
+
+/*
  * alloc_body
  *		Allocate a zeroed body with DSA_ALLOC_NO_OOM, or return
  *		InvalidDsaPointer: shared memory ran out (which starts or lengthens
  *		the kind's allocation back-off), or it ran out a moment ago and the
  *		back-off still lasts (not even tried: a failed attempt may create
  *		and destroy a DSM segment of megabytes).  A success ends the
- *		back-off.  Called under <name>_alloc.  Errors: none of its own.
+ *		back-off.  Called after admit_body(); no lock of this layer needed
+ *		(the DSA area takes its own).  Errors: none of its own.
  */
 static dsa_pointer
 alloc_body(PgssNgKind *kind)
@@ -225,20 +258,148 @@ pgss_ng_kind_alloc_backing_off(PgssNgKind *kind)
 }
 
 /*
+ * discard_unpublished
+ *		Give back a body that was admitted, allocated and initialized but
+ *		never published (init failed, the insert failed, or another backend
+ *		published the same key first): its data is released by the kind's
+ *		free callback, its memory and its admission slot are given back.
+ *		Called with no lock of this layer held (free_cb may take the
+ *		kind's own locks).
+ */
+static void
+discard_unpublished(PgssNgKind *kind, dsa_pointer body,
+					PgssNgSharedEntry *shared)
+{
+	pg_atomic_write_u32(&shared->refcount, 0);
+	shared->dropped = PGSS_NG_DROP_RESET;
+	kind_free_body(kind, body, shared);
+}
+
+/* What create_body makes and publishes. */
+typedef struct CreateArgs
+{
+	const void *key;
+	PgssNgInitSharedFn init;
+	void	   *arg;
+	bool		want_ref;
+	double		usage;
+} CreateArgs;
+
+/*
+ * create_body
+ *		Admit, allocate, initialize and publish a body for ca->key.
+ *
+ * No global lock is needed: admission against the backstop is atomic
+ * (admit_body), the allocation takes only the DSA area's lock, the init
+ * callback fills a body nobody else can see yet, and the dshash insert,
+ * under the key's partition lock, settles two backends creating the same
+ * key at once: the loser finds the winner's element there, takes its
+ * reference (still under that lock) and gives its own body back
+ * (PGSS_NG_EXISTS).  The caller may hold <name>_alloc (past max, see
+ * lookup_or_create) and nothing else of this layer.  Returns
+ * PGSS_NG_FULL at the backstop, PGSS_NG_OUT_OF_MEMORY when shared memory
+ * ran out or the allocation back-off lasts (every LWLock of the backend
+ * is then released if the dshash insert failed: see insert_guarded).
+ * Errors: an ERROR from init or dsa mapping propagates, the body given
+ * back first.
+ */
+static PgssNgCreateResult
+create_body(PgssNgKind *kind, const CreateArgs *ca,
+			dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
+{
+	PgssNgKindShared *ks = kind->shared;
+	void	   *he;
+	PgssNgHashEntry *tail;
+	dsa_pointer body;
+	PgssNgSharedEntry *shared;
+	bool		found;
+
+	if (!admit_body(kind))
+		return PGSS_NG_FULL;
+
+	body = alloc_body(kind);
+	if (!DsaPointerIsValid(body))
+	{
+		pg_atomic_fetch_sub_u32(&ks->entries_allocated, 1);
+		return PGSS_NG_OUT_OF_MEMORY;
+	}
+
+	shared = dsa_get_address(kind->area, body);
+	LWLockInitialize(&shared->lock, ks->entry_tranche);
+	shared->dropped = PGSS_NG_LIVE;
+	pg_atomic_init_u32(&shared->refcount, ca->want_ref ? 2 : 1);
+	shared->generation = pg_atomic_fetch_add_u64(&ks->next_generation, 1);
+	shared->usage = ca->usage;
+	shared->usage_time = GetCurrentTimestamp();
+
+	PG_TRY();
+	{
+		if (ca->init)
+			(void) ca->init(kind, PgssNgSharedData(shared), ca->arg);
+	}
+	PG_CATCH();
+	{
+		/*
+		 * Not published: give the body back.  Release the alloc lock (if
+		 * held) and whatever init held first, as free_cb needs them (or, under a
+		 * caller's LWLock, re-throw and leave the body: see
+		 * kind_release_locks_or_rethrow).
+		 */
+		kind_release_locks_or_rethrow();
+		discard_unpublished(kind, body, shared);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	he = insert_guarded(kind, ca->key, &found);
+	if (he == NULL)
+	{
+		/* not published; insert_guarded released every LWLock */
+		discard_unpublished(kind, body, shared);
+		return PGSS_NG_OUT_OF_MEMORY;
+	}
+
+	tail = HASH_TAIL(kind, he);
+	if (found)
+	{
+		/* another backend published this key first: use its body */
+		*body_out = tail->body;
+		*shared_out = dsa_get_address(kind->area, tail->body);
+		if (ca->want_ref)
+			pg_atomic_fetch_add_u32(&(*shared_out)->refcount, 1);
+		dshash_release_lock(kind->hash, he);
+		discard_unpublished(kind, body, shared);
+		return PGSS_NG_EXISTS;
+	}
+	tail->body = body;
+	tail->generation = shared->generation;
+	dshash_release_lock(kind->hash, he);
+	pg_atomic_fetch_add_u32(&ks->entries_live, 1);
+
+	*body_out = body;
+	*shared_out = shared;
+	return PGSS_NG_CREATED;
+}
+
+/*
  * lookup_or_create
  *		Find the body for key, or create it, optionally taking a reference.
  *
- * Creation is serialized by the <name>_alloc lock: under it we look again,
- * check the backstop (PGSS_NG_FULL, counted in backstop_skips), allocate
- * the body (alloc_body: PGSS_NG_OUT_OF_MEMORY when shared memory ran out
- * or the allocation back-off lasts), let init fill it and publish it.  A
- * new entry starts with the given usage (1 for a new statement; what was
+ * A new entry starts with the given usage (1 for a new statement; what was
  * saved, for a restored one).  Before creating, this backend evicts if
  * live entries exceed max (e.g. after pgss_ng.max was lowered), so that a
  * workload of nothing but new statements is not stuck at the backstop, or
  * if the kind's needs_room_cb says its own memory is short (so that the
  * new entry's data, e.g. its text, finds room).  The callers evict again
  * after a creation.
+ *
+ * Below max, creation takes no lock of its own (create_body).  A creation
+ * that finds live entries at or past max is the one eviction must answer:
+ * it takes <name>_alloc exclusively, looks again (created while it
+ * waited?) and creates under it, so that creations past max, while an
+ * eviction is due or running in another backend, take turns instead of
+ * all allocating and storing data at once.  The backstop is exact either
+ * way (admit_body).
  * Errors: none raised by this layer; an ERROR from eviction, init or dsa
  * mapping propagates (locks released by the caller's guard).
  */
@@ -248,95 +409,33 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 				 double usage,
 				 dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
 {
-	PgssNgKindShared *ks = kind->shared;
-	void	   *he;
-	PgssNgHashEntry *tail;
-	dsa_pointer body;
-	PgssNgSharedEntry *shared;
-	bool		found;
+	CreateArgs	ca;
+	PgssNgCreateResult r;
 
 	if (find_ref(kind, key, want_ref, body_out, shared_out))
 		return PGSS_NG_EXISTS;
 
 	pgss_ng_kind_evict(kind);
 
+	ca.key = key;
+	ca.init = init;
+	ca.arg = arg;
+	ca.want_ref = want_ref;
+	ca.usage = usage;
+
+	if (pg_atomic_read_u32(&kind->shared->entries_live) <
+		(uint32) kind->max_entries)
+		return create_body(kind, &ca, body_out, shared_out);
+
 	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);
-
-	/* created while we waited? */
 	if (find_ref(kind, key, want_ref, body_out, shared_out))
-	{
+		r = PGSS_NG_EXISTS;
+	else
+		r = create_body(kind, &ca, body_out, shared_out);
+	/* a failed dshash insert released every LWLock, this one included */
+	if (LWLockHeldByMe(kind->alloc_lock))
 		LWLockRelease(kind->alloc_lock);
-		return PGSS_NG_EXISTS;
-	}
-
-	if (pg_atomic_read_u32(&ks->entries_allocated) >=
-		(uint32) kind_backstop(kind))
-	{
-		LWLockRelease(kind->alloc_lock);
-		pg_atomic_fetch_add_u64(&ks->backstop_skips, 1);
-		return PGSS_NG_FULL;
-	}
-
-	body = alloc_body(kind);
-	if (!DsaPointerIsValid(body))
-	{
-		LWLockRelease(kind->alloc_lock);
-		return PGSS_NG_OUT_OF_MEMORY;
-	}
-	pg_atomic_fetch_add_u32(&ks->entries_allocated, 1);
-
-	shared = dsa_get_address(kind->area, body);
-	LWLockInitialize(&shared->lock, ks->entry_tranche);
-	shared->dropped = PGSS_NG_LIVE;
-	pg_atomic_init_u32(&shared->refcount, want_ref ? 2 : 1);
-	shared->generation = pg_atomic_fetch_add_u64(&ks->next_generation, 1);
-	shared->usage = usage;
-	shared->usage_time = GetCurrentTimestamp();
-
-	PG_TRY();
-	{
-		if (init)
-			(void) init(kind, PgssNgSharedData(shared), arg);
-	}
-	PG_CATCH();
-	{
-		/*
-		 * Not published: give the body back.  Release the alloc lock and
-		 * whatever init held first, as free_cb needs them (or, under a
-		 * caller's LWLock, re-throw and leave the body: see
-		 * kind_release_locks_or_rethrow).
-		 */
-		kind_release_locks_or_rethrow();
-		pg_atomic_write_u32(&shared->refcount, 0);
-		shared->dropped = PGSS_NG_DROP_RESET;
-		kind_free_body(kind, body, shared);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-
-	he = insert_guarded(kind, key, &found);
-	if (he == NULL)
-	{
-		/* not published; insert_guarded released every LWLock */
-		pg_atomic_write_u32(&shared->refcount, 0);
-		shared->dropped = PGSS_NG_DROP_RESET;
-		kind_free_body(kind, body, shared);
-		return PGSS_NG_OUT_OF_MEMORY;
-	}
-	if (found)
-		elog(ERROR, "%s entry was created twice", kind->info->name);
-
-	tail = HASH_TAIL(kind, he);
-	tail->body = body;
-	tail->generation = shared->generation;
-	dshash_release_lock(kind->hash, he);
-	pg_atomic_fetch_add_u32(&ks->entries_live, 1);
-
-	LWLockRelease(kind->alloc_lock);
-
-	*body_out = body;
-	*shared_out = shared;
-	return PGSS_NG_CREATED;
+	return r;
 }
 
 /*

@@ -29,10 +29,14 @@
  *		Flushes try LWLockConditionalAcquire first.
  *	  - Never take a dshash partition lock while holding an entry lock: the
  *		order is partition lock, then entry lock.
- *	  - <name>_alloc (a named LWLock) serializes the creation of entries, so
- *		that admission against max and the backstop is exact; it is held
- *		while the body is allocated, initialized and published, never
- *		during a flush.
+ *	  - Creation takes no lock of this layer below max: admission against
+ *		the backstop is an atomic compare-and-exchange on the count of
+ *		allocated bodies (exact), and the dshash insert under the key's
+ *		partition lock settles two backends creating the same key.
+ *	  - <name>_alloc (a named LWLock) serializes only the creations that
+ *		find live entries at or past max (an eviction is due or running);
+ *		it is held while such a body is allocated, initialized and
+ *		published, never during a flush.
  *	  - <name>_dealloc serializes removals (eviction, reset): see
  *		kind_evict.c.  Flushes never wait for it.
  *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
@@ -111,9 +115,11 @@ typedef struct PgssNgKindInfo
 	/*
 	 * Release what the kind data owns (e.g. a query text) when the body is
 	 * freed.  Called by whoever releases the last reference: a flush (no
-	 * lock held), or a reset or eviction (the entry's partition lock held
-	 * exclusively, and <name>_dealloc); nobody else can see the body any
-	 * more.  It may only take locks that come after those (innermost).
+	 * lock held), a creation that lost the race for its key (no lock of
+	 * this layer but possibly <name>_alloc), or a reset or eviction (the
+	 * entry's partition lock held exclusively, and <name>_dealloc);
+	 * nobody else can see the body any more.  It may only take locks that
+	 * come after those (innermost).
 	 */
 	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
 
@@ -142,10 +148,11 @@ typedef struct PgssNgKindInfo
 
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
- * query text).  Called with the kind's <name>_alloc lock held, before the
- * entry becomes visible; it should not raise an ERROR, but if it does the
- * body is given back (lookup_or_create).  Returns false if something could
- * not be stored (the entry is created all the same).
+ * query text).  Called before the entry becomes visible, with no lock of
+ * this layer held but possibly <name>_alloc (a creation past max); it
+ * should not raise an ERROR, but if it does the body is given back
+ * (create_body).  Returns false if something could not be stored (the
+ * entry is created all the same).
  */
 typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
 									void *arg);
@@ -175,7 +182,6 @@ extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind,
 /* backends */
 extern bool pgss_ng_kind_attach(PgssNgKind *kind);
 extern dsa_area *pgss_ng_kind_area(PgssNgKind *kind);
-extern int	pgss_ng_kind_hash_tranche(PgssNgKind *kind);
 extern bool pgss_ng_kind_has_pending(PgssNgKind *kind);
 extern bool pgss_ng_kind_exists(PgssNgKind *kind, const void *key);
 extern PgssNgCreateResult pgss_ng_kind_create(PgssNgKind *kind,

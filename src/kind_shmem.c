@@ -263,20 +263,12 @@ pgss_ng_kind_shutdown(int code, Datum arg)
 }
 
 /*
- * pgss_ng_kind_area / pgss_ng_kind_hash_tranche
+ * pgss_ng_kind_area
  *		The kind's DSA area in this backend (NULL until attached), for the
- *		kind's own shared allocations (e.g. query texts); the tranche id of
- *		the kind's dshash partition locks, which a kind may reuse for a
- *		dshash of its own.
+ *		kind's own shared allocations (e.g. query texts).
  */
 dsa_area *
 pgss_ng_kind_area(PgssNgKind *kind)
 {
 	return kind->area;
-}
-
-int
-pgss_ng_kind_hash_tranche(PgssNgKind *kind)
-{
-	return kind->shared->hash_tranche;
 }

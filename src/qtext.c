@@ -35,8 +35,13 @@
  * postmaster must not create DSM segments, and this keeps the kind layer's
  * in-place area for the entries' hash).
  *
- * Locking: see qtext.h.  The dedup hash's own partition locks are only
- * taken under pgss_ng_qtext, so they never wait.
+ * Locking: see qtext.h.  No global lock is taken to store or release a
+ * text: the charge is reserved with a compare-and-exchange on an atomic
+ * counter (so the cap is exact), and a node's chain and refcount are
+ * protected by the partition lock of its hash in the dedup hash.  Those
+ * partition locks use the tranche of the named LWLock pgss_ng_qtext, so
+ * that waits for them show as that wait event; the named lock itself only
+ * guards the one-time creation of the dedup hash (attach_dedup).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +51,7 @@
 
 #include "lib/dshash.h"
 #include "mb/pg_wchar.h"
+#include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
@@ -87,13 +93,13 @@ typedef struct QtextBucket
 
 typedef struct QtextShared
 {
-	dshash_table_handle dedup_handle;	/* InvalidDsaPointer until made */
-	int			hash_tranche;
-	int64		limit_bytes;
-	int64		charged;		/* node size x users, summed: capped */
-	int64		bytes;			/* node sizes of the distinct texts */
-	int64		count;
-	int64		dropped;
+	dshash_table_handle dedup_handle;	/* InvalidDsaPointer until made;
+										 * set under pgss_ng_qtext */
+	uint64		limit_bytes;	/* fixed at server start */
+	pg_atomic_uint64 charged;	/* node size x users, summed: capped */
+	pg_atomic_uint64 bytes;		/* node sizes of the distinct texts */
+	pg_atomic_uint64 count;		/* distinct texts */
+	pg_atomic_uint64 dropped;	/* texts not stored */
 } QtextShared;
 
 static QtextShared *qtext_shared = NULL;
@@ -128,7 +134,7 @@ dedup_params(void)
 	params.compare_function = dshash_memcmp;
 	PGSS_NG_DSHASH_SET_COPY(&params);
 	params.hash_function = qtext_hash_fn;
-	params.tranche_id = qtext_shared->hash_tranche;
+	params.tranche_id = qtext_lock->tranche;
 	return &params;
 }
 
@@ -175,12 +181,11 @@ pgss_ng_qtext_shmem_size(void)
 
 /*
  * pgss_ng_qtext_shmem_startup
- *		Create or find the arena's control block; hash_tranche names the
- *		dedup hash's partition locks, pgss_ng.query_text_memory caps the
- *		arena.  Called with AddinShmemInitLock held.
+ *		Create or find the arena's control block; pgss_ng.query_text_memory
+ *		caps the arena.  Called with AddinShmemInitLock held.
  */
 void
-pgss_ng_qtext_shmem_startup(int hash_tranche)
+pgss_ng_qtext_shmem_startup(void)
 {
 	bool		found;
 
@@ -191,21 +196,21 @@ pgss_ng_qtext_shmem_startup(int hash_tranche)
 	if (!found)
 	{
 		qtext_shared->dedup_handle = InvalidDsaPointer;
-		qtext_shared->hash_tranche = hash_tranche;
-		qtext_shared->limit_bytes = (int64) qtext_memory_kb * 1024;
-		qtext_shared->charged = 0;
-		qtext_shared->bytes = 0;
-		qtext_shared->count = 0;
-		qtext_shared->dropped = 0;
+		qtext_shared->limit_bytes = (uint64) qtext_memory_kb * 1024;
+		pg_atomic_init_u64(&qtext_shared->charged, 0);
+		pg_atomic_init_u64(&qtext_shared->bytes, 0);
+		pg_atomic_init_u64(&qtext_shared->count, 0);
+		pg_atomic_init_u64(&qtext_shared->dropped, 0);
 	}
 }
 
 /*
  * attach_dedup
  *		Make sure this backend is attached to the dedup hash, creating it
- *		if no backend has yet.  pgss_ng_qtext held exclusively.
- *		Memory: the dshash handle in TopMemoryContext.  Errors: dshash
- *		creation can fail with out of memory.
+ *		if no backend has yet.  Once per backend, under pgss_ng_qtext
+ *		exclusively (the only use of that lock itself).  Memory: the
+ *		dshash handle in TopMemoryContext.  Errors: dshash creation can
+ *		fail with out of memory (the caller's guard releases the lock).
  */
 static void
 attach_dedup(dsa_area *area)
@@ -215,6 +220,7 @@ attach_dedup(dsa_area *area)
 	if (dedup != NULL)
 		return;
 
+	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	if (qtext_shared->dedup_handle == InvalidDsaPointer)
 	{
@@ -225,6 +231,41 @@ attach_dedup(dsa_area *area)
 		dedup = dshash_attach(area, dedup_params(),
 							  qtext_shared->dedup_handle, NULL);
 	MemoryContextSwitchTo(oldcxt);
+	LWLockRelease(qtext_lock);
+}
+
+/*
+ * charge
+ *		Reserve size charged bytes under the cap, with a compare-and-
+ *		exchange loop (exact without a lock).  False, with nothing
+ *		reserved, if the cap would be passed or size is over
+ *		QTEXT_RESERVE.  No lock; no ERROR.
+ */
+static bool
+charge(Size size)
+{
+	uint64		limit = qtext_shared->limit_bytes;
+	uint64		cur = pg_atomic_read_u64(&qtext_shared->charged);
+
+	if ((uint64) size > QTEXT_RESERVE(limit))
+		return false;
+	do
+	{
+		if (cur + size > limit)
+			return false;
+	} while (!pg_atomic_compare_exchange_u64(&qtext_shared->charged, &cur,
+											 cur + size));
+	return true;
+}
+
+/*
+ * uncharge
+ *		Give back size charged bytes.  No lock; no ERROR.
+ */
+static void
+uncharge(Size size)
+{
+	pg_atomic_fetch_sub_u64(&qtext_shared->charged, (int64) size);
 }
 
 /*
@@ -237,33 +278,41 @@ attach_dedup(dsa_area *area)
  *		so the outcome does not depend on whether the same text is already
  *		stored.
  *
- * Locks: pgss_ng_qtext exclusively, and under it one dedup partition lock.
- * Errors: an out-of-memory ERROR from the dedup hash itself propagates
- * (the caller's guard releases the locks); nothing is allocated then.
+ * Locks: the partition lock of the text's hash in the dedup hash,
+ * exclusively (no global lock); a new node is allocated and filled under
+ * it, so that a failed dshash insert (its ERROR leaves its partition locks
+ * held) never leaves a node behind.  Errors: an out-of-memory ERROR from
+ * the dedup hash itself propagates, with the charge given back first (the
+ * caller's guard releases the locks); nothing is allocated then.
  */
 dsa_pointer
 pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 {
 	uint64		hash = XXH3_64bits(text, len);
 	Size		size = QTEXT_NODE_SIZE(len);
-	QtextBucket *bucket;
+	QtextBucket *bucket = NULL;
 	bool		found;
 	dsa_pointer p;
 	QtextNode  *node;
 
-	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
-
 	/* the cap first, as if the text were new: see the file header */
-	if (qtext_shared->charged + (int64) size > qtext_shared->limit_bytes ||
-		(int64) size > QTEXT_RESERVE(qtext_shared->limit_bytes))
+	if (!charge(size))
 	{
-		qtext_shared->dropped++;
-		LWLockRelease(qtext_lock);
+		pg_atomic_fetch_add_u64(&qtext_shared->dropped, 1);
 		return InvalidDsaPointer;
 	}
 
-	attach_dedup(area);
-	bucket = dshash_find_or_insert(dedup, &hash, &found);
+	PG_TRY();
+	{
+		attach_dedup(area);
+		bucket = dshash_find_or_insert(dedup, &hash, &found);
+	}
+	PG_CATCH();
+	{
+		uncharge(size);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (!found)
 		bucket->head = InvalidDsaPointer;
 
@@ -273,23 +322,20 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 		if (node->len == (uint32) len && memcmp(node->data, text, len) == 0)
 		{
 			node->refcount++;
-			qtext_shared->charged += size;
 			dshash_release_lock(dedup, bucket);
-			LWLockRelease(qtext_lock);
 			return p;
 		}
 	}
 
 	p = dsa_allocate_extended(area, size, DSA_ALLOC_NO_OOM);
-
 	if (!DsaPointerIsValid(p))
 	{
 		if (!DsaPointerIsValid(bucket->head))
 			dshash_delete_entry(dedup, bucket);
 		else
 			dshash_release_lock(dedup, bucket);
-		qtext_shared->dropped++;
-		LWLockRelease(qtext_lock);
+		uncharge(size);
+		pg_atomic_fetch_add_u64(&qtext_shared->dropped, 1);
 		return InvalidDsaPointer;
 	}
 
@@ -303,10 +349,8 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 	bucket->head = p;
 	dshash_release_lock(dedup, bucket);
 
-	qtext_shared->charged += size;
-	qtext_shared->bytes += size;
-	qtext_shared->count++;
-	LWLockRelease(qtext_lock);
+	pg_atomic_fetch_add_u64(&qtext_shared->bytes, size);
+	pg_atomic_fetch_add_u64(&qtext_shared->count, 1);
 	return p;
 }
 
@@ -351,8 +395,9 @@ pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int *len)
 /*
  * pgss_ng_qtext_release
  *		An entry stops using a text (and its charge); the last user
- *		frees it.  InvalidDsaPointer is accepted and ignored.  Locks:
- *		pgss_ng_qtext exclusively, and under it one dedup partition lock.
+ *		frees it.  InvalidDsaPointer is accepted and ignored.  Locks: the
+ *		partition lock of the text's hash in the dedup hash, exclusively;
+ *		the node's memory is freed after it is released.
  */
 void
 pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
@@ -360,24 +405,24 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 	QtextNode  *node;
 	QtextBucket *bucket;
 	dsa_pointer *link;
+	Size		size;
 
 	if (!DsaPointerIsValid(text))
 		return;
 
-	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
 	node = dsa_get_address(area, text);
-	Assert(node->refcount > 0);
-	qtext_shared->charged -= QTEXT_NODE_SIZE(node->len);
-	if (--node->refcount > 0)
-	{
-		LWLockRelease(qtext_lock);
-		return;
-	}
-
+	size = QTEXT_NODE_SIZE(node->len);	/* hash and len never change */
 	attach_dedup(area);
 	bucket = dshash_find(dedup, &node->hash, true);
 	if (bucket == NULL)
 		elog(ERROR, "pgss_ng query text not found in its hash");
+	Assert(node->refcount > 0);
+	if (--node->refcount > 0)
+	{
+		dshash_release_lock(dedup, bucket);
+		uncharge(size);
+		return;
+	}
 
 	/* unlink the node from its chain */
 	for (link = &bucket->head; *link != text;
@@ -390,40 +435,40 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 	else
 		dshash_release_lock(dedup, bucket);
 
-	qtext_shared->bytes -= QTEXT_NODE_SIZE(node->len);
-	qtext_shared->count--;
 	dsa_free(area, text);
-	LWLockRelease(qtext_lock);
+	pg_atomic_fetch_sub_u64(&qtext_shared->bytes, (int64) size);
+	pg_atomic_fetch_sub_u64(&qtext_shared->count, 1);
+	uncharge(size);
 }
 
 /*
  * pgss_ng_qtext_needs_room
  *		Whether the charged bytes are past the cap minus QTEXT_RESERVE, so
  *		that entries should be evicted to make room (the kind's
- *		needs_room_cb).  Reads one aligned int64 without the lock: a hint,
- *		checked again at every call; never raises an ERROR.
+ *		needs_room_cb).  One atomic read: a hint, checked again at every
+ *		call; never raises an ERROR.
  */
 bool
 pgss_ng_qtext_needs_room(void)
 {
-	int64		limit = qtext_shared->limit_bytes;
+	uint64		limit = qtext_shared->limit_bytes;
 
-	return qtext_shared->charged > limit - QTEXT_RESERVE(limit);
+	return pg_atomic_read_u64(&qtext_shared->charged) >
+		limit - QTEXT_RESERVE(limit);
 }
 
 /*
  * pgss_ng_qtext_stats
- *		Copy the arena's counters (pgss_ng_qtext shared).
+ *		Copy the arena's counters (atomic reads, each exact, not a snapshot
+ *		of all four at one instant).
  */
 void
 pgss_ng_qtext_stats(PgssNgQtextStats *stats)
 {
-	LWLockAcquire(qtext_lock, LW_SHARED);
-	stats->bytes = qtext_shared->bytes;
-	stats->limit_bytes = qtext_shared->limit_bytes;
-	stats->count = qtext_shared->count;
-	stats->dropped = qtext_shared->dropped;
-	LWLockRelease(qtext_lock);
+	stats->bytes = (int64) pg_atomic_read_u64(&qtext_shared->bytes);
+	stats->limit_bytes = (int64) qtext_shared->limit_bytes;
+	stats->count = (int64) pg_atomic_read_u64(&qtext_shared->count);
+	stats->dropped = (int64) pg_atomic_read_u64(&qtext_shared->dropped);
 }
 
 /*
@@ -433,7 +478,5 @@ pgss_ng_qtext_stats(PgssNgQtextStats *stats)
 void
 pgss_ng_qtext_reset_dropped(void)
 {
-	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
-	qtext_shared->dropped = 0;
-	LWLockRelease(qtext_lock);
+	pg_atomic_write_u64(&qtext_shared->dropped, 0);
 }

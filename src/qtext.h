@@ -5,12 +5,16 @@
  *	  capped by pgss_ng.query_text_memory, each distinct text stored once
  *	  and shared by every entry that uses it.
  *
- * Locking: every change to the arena (store, release, counters) happens
- * under the named LWLock pgss_ng_qtext, taken innermost (after any lock of
- * the kind layer).  A stored text's bytes are immutable until its last
- * user releases it; readers copy them without this lock, relying on the
- * reference their entry holds (the kind layer frees an entry, and with it
- * its text reference, only after its last entry reference is gone).
+ * Locking: no global lock.  Storing or releasing a text takes the
+ * partition lock of its hash in the arena's dedup hash (wait event
+ * pgss_ng_qtext), innermost: after any lock of the kind layer, and never
+ * two at once.  The counters are atomics; the cap is reserved with a
+ * compare-and-exchange.  The named LWLock pgss_ng_qtext itself only
+ * guards the one-time creation of the dedup hash.  A stored text's bytes
+ * are immutable until its last user releases it; readers copy them
+ * without a lock, relying on the reference their entry holds (the kind
+ * layer frees an entry, and with it its text reference, only after its
+ * last entry reference is gone).
  *
  *-------------------------------------------------------------------------
  */
@@ -31,7 +35,7 @@ typedef struct PgssNgQtextStats
 extern void pgss_ng_qtext_init(void);
 extern void pgss_ng_qtext_shmem_request(void);
 extern Size pgss_ng_qtext_shmem_size(void);
-extern void pgss_ng_qtext_shmem_startup(int hash_tranche);
+extern void pgss_ng_qtext_shmem_startup(void);
 
 extern dsa_pointer pgss_ng_qtext_store(dsa_area *area, const char *text,
 									   int len);

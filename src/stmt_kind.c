@@ -163,7 +163,7 @@ pgss_ng_stmt_shmem_startup(void)
 
 	pgss_ng_kind_shmem_startup(pgss_ng_stmt_kind, "pgss_ng statements");
 	pgss_ng_kind_set_max_entries(pgss_ng_stmt_kind, stmt_max);
-	pgss_ng_qtext_shmem_startup(pgss_ng_kind_hash_tranche(pgss_ng_stmt_kind));
+	pgss_ng_qtext_shmem_startup();
 
 	pgss_ng_info_shared = ShmemInitStruct("pgss_ng info", sizeof(PgssNgInfo),
 										  &found);

@@ -1,23 +1,28 @@
 # The named LWLocks of pgss_ng show up as wait events.
 #
-# For each of pgss_ng_alloc, pgss_ng_qtext and pgss_ng_dealloc, backend A
+# For each of pgss_ng_qtext, pgss_ng_dealloc and pgss_ng_alloc, backend A
 # is stopped by gdb at a breakpoint inside the region where it holds that
 # lock; backend B then does something that needs the lock; a third session
 # polls pg_stat_activity until B shows wait_event_type 'LWLock' and
 # wait_event '<name>'.  Then A is let go, and both must finish without
 # error.  The breakpoints (the backtrace at each stop is checked):
-#   pgss_ng_alloc   pgss_ng_qtext_store, called by the init callback of a
-#                   new entry in lookup_or_create() under the alloc lock;
-#                   B makes a new entry.
-#   pgss_ng_qtext   dshash_find_or_insert, first called inside
-#                   pgss_ng_qtext_store() after it took the qtext lock (set
-#                   once A stopped at pgss_ng_qtext_store); B runs
-#                   pgss_ng_reset(), whose freed entries release their texts.
+#   pgss_ng_qtext   dshash_release_lock, first called inside
+#                   pgss_ng_qtext_store() (set once A stopped at
+#                   pgss_ng_qtext_store) while A holds the partition lock
+#                   of its text's hash in the text hash; the text is one
+#                   another role's entry already uses, so B's
+#                   pgss_ng_reset() frees that entry and releases the same
+#                   text: it needs the same partition lock.
 #   pgss_ng_dealloc candidate_cmp, the comparator of the sort that
 #                   pgss_ng_kind_evict() runs holding the dealloc lock (A
 #                   evicts after pgss_ng.max is lowered to 100 with ~150
 #                   entries); B runs pgss_ng_reset(), which waits for a
 #                   running eviction.
+#   pgss_ng_alloc   pgss_ng_qtext_store, called by the init callback of a
+#                   new entry made with exactly max (100) live entries:
+#                   such a creation runs under the alloc lock (below max
+#                   creation takes no global lock); B makes another new
+#                   entry while the table is still at max.
 # Needs gdb and permission to ptrace a backend: the whole file is skipped
 # otherwise.
 use strict;
@@ -55,7 +60,11 @@ CREATE TABLE t2 (x int);
 CREATE TABLE t3 (x int);
 CREATE TABLE w (c1 int, c2 int, c3 int, c4 int, c5 int, c6 int, c7 int,
 				c8 int, c9 int, c10 int, c11 int, c12 int, c13 int);
+CREATE ROLE other LOGIN;
+GRANT SELECT ON t3 TO other;
 });
+# An entry of role "other" whose text A's entry will share (qtext part).
+$node->safe_psql('postgres', 'SELECT x FROM t3', extra_params => [ '-U', 'other' ]);
 
 my $sess_a = $node->background_psql('postgres');
 my $apid = $sess_a->query_safe('SELECT pg_backend_pid()');
@@ -288,40 +297,6 @@ sub library_ok
 		"$name: pgss_ng.so on disk is the one the server loaded");
 }
 
-# --- pgss_ng_alloc -------------------------------------------------------------------
-
-{
-	my ($g, $am, $bm);
-  SCENARIO:
-	{
-		last SCENARIO unless library_ok('alloc');
-		$g = gdb_start($apid);
-		gdb_send($g, 'break pgss_ng_qtext_store', 'continue');
-		last SCENARIO
-		  unless ok(defined gdb_wait($g, qr/Continuing\./),
-			'alloc: gdb attached to A');
-
-		# A and B each run a statement never seen before: its entry is made.
-		$am = send_async($sess_a, 'SELECT x FROM t1;');
-		last SCENARIO
-		  unless ok(stopped_in($g, 'pgss_ng_qtext_store'),
-			'alloc: A stopped in pgss_ng_qtext_store');
-		like(gdb_bt($g), qr/stmt_init.*lookup_or_create/s,
-			'alloc: called by the init callback in lookup_or_create');
-
-		$bm = send_async($sess_b, 'SELECT x FROM t2;');
-		is(wait_for_lwlock($bpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
-			'alloc: B waits on LWLock pgss_ng_alloc');
-	}
-	finish_scenario('alloc', $g, $am, '', $bm, '');
-
-	is( $obs->query_safe(
-			q{SELECT string_agg(query || ' ' || calls, ', ' ORDER BY query)
-			  FROM pgss_ng WHERE query IN ('SELECT x FROM t1', 'SELECT x FROM t2')}),
-		'SELECT x FROM t1 1, SELECT x FROM t2 1',
-		'alloc: both statements recorded once');
-}
-
 # From here on B is not tracked: its pgss_ng_reset() needs no entry.
 $sess_b->query_safe('SET pgss_ng.track = none');
 
@@ -332,6 +307,11 @@ $sess_b->query_safe('SET pgss_ng.track = none');
   SCENARIO:
 	{
 		last SCENARIO unless library_ok('qtext');
+		is( $obs->query_safe(
+				q{SELECT count(*) FROM pgss_ng
+				  WHERE query = 'SELECT x FROM t3' AND userid = 'other'::regrole::oid}),
+			'1',
+			'qtext: the entry of role other uses the text');
 		$g = gdb_start($apid);
 		gdb_send($g, 'break pgss_ng_qtext_store', 'continue');
 		last SCENARIO
@@ -342,17 +322,16 @@ $sess_b->query_safe('SET pgss_ng.track = none');
 		last SCENARIO
 		  unless ok(stopped_in($g, 'pgss_ng_qtext_store'),
 			'qtext: A stopped in pgss_ng_qtext_store');
-		# Its first call of dshash_find_or_insert comes after LWLockAcquire
-		# of the qtext lock.
-		gdb_send($g, 'delete', 'tbreak dshash_find_or_insert', 'continue');
+		# Its first call of dshash_release_lock releases the partition
+		# lock it holds on the text's hash.
+		gdb_send($g, 'delete', 'tbreak dshash_release_lock', 'continue');
 		last SCENARIO
-		  unless ok(stopped_in($g, 'dshash_find_or_insert'),
-			'qtext: A stopped in dshash_find_or_insert');
+		  unless ok(stopped_in($g, 'dshash_release_lock'),
+			'qtext: A stopped in dshash_release_lock');
 		like(gdb_bt($g), qr/#1 .*pgss_ng_qtext_store/,
 			'qtext: called by pgss_ng_qtext_store');
 
-		# Entries exist (those of the alloc part and the setup): the reset
-		# frees them, releasing their texts.
+		# The reset frees the entry of role other, releasing the same text.
 		$bm = send_async($sess_b, 'SELECT pgss_ng_reset() IS NOT NULL;');
 		is(wait_for_lwlock($bpid, 'pgss_ng_qtext'), 'LWLock:pgss_ng_qtext',
 			'qtext: B waits on LWLock pgss_ng_qtext');
@@ -425,6 +404,69 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 			'dealloc: B waits on LWLock pgss_ng_dealloc');
 	}
 	finish_scenario('dealloc', $g, $am, '100', $bm, 't');
+}
+
+# --- pgss_ng_alloc -------------------------------------------------------------------
+
+# max is 100 now (the dealloc part).  B is tracked again; both A and B
+# must have read the new max.
+$sess_b->query_safe('SET pgss_ng.track = top');
+for my $s ($sess_a, $sess_b)
+{
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	usleep(50_000)
+	  while $s->query_safe('SHOW pgss_ng.max') ne '100' && time() < $deadline;
+}
+is($sess_b->query_safe('SHOW pgss_ng.max'), '100', 'alloc: max is 100');
+
+# Exactly max live entries: A runs new statements (one entry each, no
+# eviction at or below max) until the observer counts 100.
+{
+	my $n = 0;
+	my ($i, $j) = (1, 1);
+	while ($obs->query_safe('SELECT entries FROM pgss_ng_info') < 100 && $n < 200)
+	{
+		$sess_a->query_safe("SELECT c$i, c$j FROM w");
+		($i, $j) = $j == 13 ? ($i + 1, 1) : ($i, $j + 1);
+		$n++;
+	}
+	is($obs->query_safe('SELECT entries FROM pgss_ng_info'), '100',
+		'alloc: exactly 100 live entries');
+}
+
+{
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		last SCENARIO unless library_ok('alloc');
+		$g = gdb_start($apid);
+		gdb_send($g, 'break pgss_ng_qtext_store', 'continue');
+		last SCENARIO
+		  unless ok(defined gdb_wait($g, qr/Continuing\./),
+			'alloc: gdb attached to A');
+
+		# A and B each run a statement never seen before: its entry is made.
+		$am = send_async($sess_a, 'SELECT x FROM t1;');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'pgss_ng_qtext_store'),
+			'alloc: A stopped in pgss_ng_qtext_store');
+		like(gdb_bt($g), qr/stmt_init.*lookup_or_create/s,
+			'alloc: called by the init callback in lookup_or_create');
+
+		$bm = send_async($sess_b, 'SELECT x FROM t2;');
+		is(wait_for_lwlock($bpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
+			'alloc: B waits on LWLock pgss_ng_alloc');
+	}
+	finish_scenario('alloc', $g, $am, '', $bm, '');
+
+	is( $obs->query_safe(
+			q{SELECT string_agg(query || ' ' || calls, ', ' ORDER BY query)
+			  FROM pgss_ng WHERE query IN ('SELECT x FROM t1', 'SELECT x FROM t2')}),
+		'SELECT x FROM t1 1, SELECT x FROM t2 1',
+		'alloc: both statements recorded once');
+	# A's creation took the table past max; its eviction brought it back.
+	cmp_ok($obs->query_safe('SELECT entries FROM pgss_ng_info'), '<=', 100,
+		'alloc: at most max entries afterwards');
 }
 
 for my $s ($sess_a, $sess_b, $obs)
