@@ -23,6 +23,11 @@
 #                   such a creation runs under the alloc lock (below max
 #                   creation takes no global lock); B makes another new
 #                   entry while the table is still at max.
+# And the race that creation without a global lock must settle: A is
+# stopped in insert_one (about to insert its new entry into the hash)
+# while B makes, publishes and counts into the entry of the same
+# statement; A then finds B's entry, gives its own body back and counts
+# into B's (calls 2, no body or text left over).
 # Needs gdb and permission to ptrace a backend: the whole file is skipped
 # otherwise.
 use strict;
@@ -79,7 +84,8 @@ $_->set_query_timer_restart for ($sess_a, $sess_b, $obs);
 
 # Can gdb attach to a backend (ptrace may not be permitted)?  If so, it
 # must find the functions the breakpoints go on.
-my @symbols = qw(pgss_ng_qtext_store candidate_cmp dshash_find_or_insert);
+my @symbols =
+  qw(pgss_ng_qtext_store candidate_cmp dshash_release_lock insert_one);
 {
 	my ($out, $err) = ('', '');
 	IPC::Run::run(
@@ -344,6 +350,50 @@ $sess_b->query_safe('SET pgss_ng.track = none');
 			  FROM pgss_ng_info}),
 		't',
 		'qtext: qtext_count = distinct texts in the view');
+}
+
+# --- two backends creating one entry -----------------------------------------------
+
+{
+	$sess_b->query_safe('SET pgss_ng.track = top');
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		last SCENARIO unless library_ok('race');
+		$g = gdb_start($apid);
+		gdb_send($g, 'break insert_one', 'continue');
+		last SCENARIO
+		  unless ok(defined gdb_wait($g, qr/Continuing\./),
+			'race: gdb attached to A');
+
+		$am = send_async($sess_a, 'SELECT x FROM t2 WHERE x < 7;');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'insert_one'), 'race: A stopped in insert_one');
+		like(gdb_bt($g), qr/create_body|lookup_or_create/,
+			'race: A is creating an entry');
+
+		# B makes the same entry (same user, database, statement) and
+		# counts into it, while A waits before its insert.
+		is($sess_b->query_safe('SELECT x FROM t2 WHERE x < 7'), '',
+			'race: B ran the statement');
+		is( $obs->query_safe(
+				q{SELECT calls FROM pgss_ng WHERE query = 'SELECT x FROM t2 WHERE x < $1'}),
+			'1',
+			'race: B\'s entry is published with its call');
+	}
+	finish_scenario('race', $g, $am, '', undef, undef);
+	$sess_b->query_safe('SET pgss_ng.track = none');
+
+	is( $obs->query_safe(
+			q{SELECT calls FROM pgss_ng WHERE query = 'SELECT x FROM t2 WHERE x < $1'}),
+		'2',
+		'race: one entry, both calls');
+	is( $obs->query_safe(
+			q{SELECT entries = entries_allocated
+			  AND qtext_count = (SELECT count(DISTINCT query) FROM pgss_ng)
+			  FROM pgss_ng_info}),
+		't',
+		'race: A\'s own body and text were given back');
 }
 
 # --- pgss_ng_dealloc -----------------------------------------------------------------
