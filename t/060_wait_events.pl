@@ -306,23 +306,32 @@ sub library_ok
 # From here on B is not tracked: its pgss_ng_reset() needs no entry.
 $sess_b->query_safe('SET pgss_ng.track = none');
 
+# Attach gdb to A with a breakpoint on $func, for scenario $name; undef
+# (with a failed test) if the library was replaced or gdb did not attach.
+sub gdb_break_a
+{
+	my ($name, $func) = @_;
+	return undef unless library_ok($name);
+	my $g = gdb_start($apid);
+	gdb_send($g, "break $func", 'continue');
+	return $g
+	  if ok(defined gdb_wait($g, qr/Continuing\./), "$name: gdb attached to A");
+	gdb_release($g);
+	return undef;
+}
+
 # --- pgss_ng_qtext -------------------------------------------------------------------
 
 {
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		last SCENARIO unless library_ok('qtext');
 		is( $obs->query_safe(
 				q{SELECT count(*) FROM pgss_ng
 				  WHERE query = 'SELECT x FROM t3' AND userid = 'other'::regrole::oid}),
 			'1',
 			'qtext: the entry of role other uses the text');
-		$g = gdb_start($apid);
-		gdb_send($g, 'break pgss_ng_qtext_store', 'continue');
-		last SCENARIO
-		  unless ok(defined gdb_wait($g, qr/Continuing\./),
-			'qtext: gdb attached to A');
+		$g = gdb_break_a('qtext', 'pgss_ng_qtext_store') or last SCENARIO;
 
 		$am = send_async($sess_a, 'SELECT x FROM t3;');
 		last SCENARIO
@@ -359,12 +368,7 @@ $sess_b->query_safe('SET pgss_ng.track = none');
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		last SCENARIO unless library_ok('race');
-		$g = gdb_start($apid);
-		gdb_send($g, 'break insert_one', 'continue');
-		last SCENARIO
-		  unless ok(defined gdb_wait($g, qr/Continuing\./),
-			'race: gdb attached to A');
+		$g = gdb_break_a('race', 'insert_one') or last SCENARIO;
 
 		$am = send_async($sess_a, 'SELECT x FROM t2 WHERE x < 7;');
 		last SCENARIO
@@ -413,12 +417,7 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		last SCENARIO unless library_ok('dealloc');
-		$g = gdb_start($apid);
-		gdb_send($g, 'break candidate_cmp', 'continue');
-		last SCENARIO
-		  unless ok(defined gdb_wait($g, qr/Continuing\./),
-			'dealloc: gdb attached to A');
+		$g = gdb_break_a('dealloc', 'candidate_cmp') or last SCENARIO;
 
 		# Lower max and wait until the observer sees the new value: the
 		# postmaster has then reloaded.
@@ -488,12 +487,7 @@ is($sess_b->query_safe('SHOW pgss_ng.max'), '100', 'alloc: max is 100');
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		last SCENARIO unless library_ok('alloc');
-		$g = gdb_start($apid);
-		gdb_send($g, 'break pgss_ng_qtext_store', 'continue');
-		last SCENARIO
-		  unless ok(defined gdb_wait($g, qr/Continuing\./),
-			'alloc: gdb attached to A');
+		$g = gdb_break_a('alloc', 'pgss_ng_qtext_store') or last SCENARIO;
 
 		# A and B each run a statement never seen before: its entry is made.
 		$am = send_async($sess_a, 'SELECT x FROM t1;');
