@@ -41,6 +41,9 @@ if (!-x "$PGBIN/initdb")
 # Workloads in report order.
 my @ALL_WORKLOADS = qw(select_only tpcb hotcold_churn cold_only trickle view_read
   view_read_incremental);
+# The workloads whose client count varies (view_read and
+# view_read_incremental always run with 4 and 1 clients).
+my @SCALE_WORKLOADS = qw(select_only tpcb hotcold_churn cold_only trickle);
 my @VARIANTS      = qw(none pgss pgss_ng);
 my %VNAME = (none => 'untracked', pgss => 'pg_stat_statements', pgss_ng => 'pgss_ng');
 
@@ -67,9 +70,18 @@ my %MODES = (
 		rounds => 3, duration => 3, clients => '4', scale => 2,
 		workloads => join(',', @ALL_WORKLOADS), budget => 270, hard => 600,
 	},
+	# full: about 35 minutes on 2 cores (3 rounds of about 11.5 minutes:
+	# 63 runs of 10 s plus about 0.5 s of warm-up and metrics each, and
+	# the restarts)
 	full => {
-		rounds => 3, duration => 20, clients => '1,4,16', scale => 10,
-		workloads => join(',', @ALL_WORKLOADS), budget => 7200, hard => 10800,
+		rounds => 3, duration => 10, clients => '1,4,16,64', scale => 10,
+		workloads => join(',', @ALL_WORKLOADS), budget => 3600, hard => 5400,
+	},
+	# scale: the pgbench workloads at 1, 4, 16 and 64 clients, one round
+	# (about 6 minutes: 60 runs of 5 s plus set-up)
+	scale => {
+		rounds => 1, duration => 5, clients => '1,4,16,64', scale => 10,
+		workloads => join(',', @SCALE_WORKLOADS), budget => 900, hard => 1500,
 	},
 	smoke => {
 		rounds => 1, duration => 2, clients => '1', scale => 1,
@@ -95,8 +107,8 @@ my %BUILTIN_TEXTS = (
 my %opt = (phase => 'all');
 GetOptionsFromArray(
 	\@ARGV, \%opt,
-	'phase=s', 'mode=s', 'quick', 'full', 'smoke',
-	'rounds=i', 'duration=i', 'clients=s', 'scale=i', 'workloads=s',
+	'phase=s', 'mode=s', 'quick', 'full', 'smoke', 'scale',
+	'rounds=i', 'duration=i', 'clients=s', 'pgbench-scale=i', 'workloads=s',
 	'budget=i', 'hard-limit=i', 'out-dir=s', 'name=s', 'workdir=s',
 	'json-in=s', 'json-out=s', 'commit=s', 'repo=s', 'update-docs', 'keep',
 	'ng-setting=s@', 'help',
@@ -104,25 +116,33 @@ GetOptionsFromArray(
 if ($opt{help})
 {
 	print <<'USAGE';
-pgss_bench.pl [--quick|--full|--smoke] [--rounds N] [--duration SECONDS]
-              [--clients 1,4,16] [--scale N] [--workloads a,b,...]
-              [--budget SECONDS] [--hard-limit SECONDS]
+pgss_bench.pl [--quick|--full|--scale|--smoke] [--rounds N]
+              [--duration SECONDS] [--clients 1,4,16,64] [--pgbench-scale N]
+              [--workloads a,b,...] [--budget SECONDS] [--hard-limit SECONDS]
               [--out-dir DIR] [--name STEM] [--update-docs] [--keep]
               [--ng-setting NAME=VALUE ...]
               [--phase run|report|all] [--json-out FILE] [--json-in FILE]
+modes (rounds x seconds per run, clients; time on 2 cores):
+  --quick  3 x 3 s, 4 clients, every workload            about 4 minutes
+  --full   3 x 10 s, 1/4/16/64 clients, every workload   about 35 minutes
+  --scale  1 x 5 s, 1/4/16/64 clients, the pgbench
+           workloads (not view_read*)                    about 6 minutes
+  --smoke  1 x 2 s, 1 client, select_only                about 10 seconds
+view_read runs with 4 clients and view_read_incremental with 1 whatever
+--clients says.
 workloads: select_only tpcb hotcold_churn cold_only trickle view_read
            view_read_incremental
 USAGE
 	exit 0;
 }
-for my $m (qw(quick full smoke)) { $opt{mode} = $m if $opt{$m}; }
+for my $m (qw(quick full smoke scale)) { $opt{mode} = $m if $opt{$m}; }
 $opt{mode} //= 'quick';
 die "unknown mode $opt{mode}\n" unless $MODES{$opt{mode}};
 my $M = $MODES{$opt{mode}};
 $opt{rounds}       //= $M->{rounds};
 $opt{duration}     //= $M->{duration};
 $opt{clients}      //= $M->{clients};
-$opt{scale}        //= $M->{scale};
+$opt{'pgbench-scale'} //= $M->{scale};
 $opt{workloads}    //= $M->{workloads};
 $opt{budget}       //= $M->{budget};
 $opt{'hard-limit'} //= $M->{hard};
@@ -494,7 +514,7 @@ sub setup_cluster
 listen_addresses = ''
 unix_socket_directories = '$SOCK'
 port = $PORT
-max_connections = 60
+max_connections = 100
 shared_buffers = 256MB
 fsync = off
 synchronous_commit = off
@@ -515,9 +535,9 @@ CONF
 	my $need_w = grep { !/^(select_only|tpcb)$/ } @workloads;
 	if ($need_pgbench)
 	{
-		say_ts("pgbench -i -s $opt{scale}");
+		say_ts("pgbench -i -s $opt{'pgbench-scale'}");
 		run_quiet("$WORK/pgbench_init.log", "$PGBIN/pgbench", '-h', $SOCK,
-			'-p', $PORT, '-U', 'postgres', '-i', '-q', '-s', $opt{scale},
+			'-p', $PORT, '-U', 'postgres', '-i', '-q', '-s', $opt{'pgbench-scale'},
 			'postgres');
 	}
 	# Wait-event sampler: one sample a second of every pgbench backend.
@@ -944,7 +964,7 @@ sub run_all
 			rounds      => $opt{rounds},
 			duration    => $opt{duration},
 			clients     => \@clients,
-			scale       => $opt{scale},
+			scale       => $opt{'pgbench-scale'},
 			workloads   => \@workloads,
 			max         => $MAX_ENTRIES,
 			track       => 'top',
@@ -1247,6 +1267,35 @@ sub report_body
 		$o[-1] =~ s/^ //;
 		$o[-1] =~ s/ $//;
 	}
+	# scaling: one row per workload and client count, when several client
+	# counts were run
+	my %ncl;
+	$ncl{ $_->{clients} } = 1 for @$rows;
+	if (keys %ncl > 1)
+	{
+		push @o, '';
+		push @o, '### Scaling: TPS by client count';
+		push @o, '';
+		push @o, "The same medians as above, one row per workload and client "
+		  . "count; *top waits* as above, of each variant's backends (top 2).";
+		push @o, '';
+		push @o, '| workload | clients | untracked | pg_stat_statements | pgss_ng | pgss_ng / untracked | pgss_ng / pg_stat_statements | top waits untracked | top waits pg_stat_statements | top waits pgss_ng |';
+		push @o, '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |';
+		my %cell;
+		$cell{ $_->{workload} }{ $_->{clients} }{ $_->{variant} } = $_ for @$rows;
+		for my $w (grep { $cell{$_} && !/^view_read/ } @ALL_WORKLOADS)
+		{
+			for my $c (sort { $a <=> $b } keys %{ $cell{$w} })
+			{
+				my $b = $cell{$w}{$c};
+				my $ng = $b->{pgss_ng} || {};
+				push @o, '| ' . join(' | ', $w, $c,
+					(map { $b->{$_} && defined $b->{$_}{tps} ? fmt_num($b->{$_}{tps}) : '-' } @VARIANTS),
+					fmt_ratio($ng->{vs_none}), fmt_ratio($ng->{vs_pgss}),
+					(map { $b->{$_} ? top_waits($b->{$_}{waits}, 2) : '-' } @VARIANTS)) . ' |';
+			}
+		}
+	}
 	my @errs = grep { $_->{errors} } @$rows;
 	if (@errs)
 	{
@@ -1408,8 +1457,9 @@ sub report_body
 	if ($m->{mode} ne 'full')
 	{
 		push @o, '';
-		push @o, "Quick and smoke runs are short: their numbers show the order of "
-		  . "magnitude, not differences of a few percent. Use `--full` for those.";
+		push @o, "Quick, scale and smoke runs are short: their numbers show the "
+		  . "order of magnitude, not differences of a few percent. Use `--full` "
+		  . "for those.";
 	}
 	if ($png)
 	{

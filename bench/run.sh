@@ -5,11 +5,18 @@
 #   bash bench/run.sh --quick           # < 5 minutes
 #   bash bench/run.sh --quick --pg 18   # on PostgreSQL 18 (15, the default,
 #                                       # 16, 17, 18: scripts/pg-versions.sh)
-#   bash bench/run.sh --full            # about an hour
+#   bash bench/run.sh --full            # about 35 minutes on 2 cores: 3
+#                                       # rounds of 10 s runs at 1, 4, 16
+#                                       # and 64 clients, every workload
+#                                       # (budget 1 h, hard limit 1.5 h)
+#   bash bench/run.sh --scale           # about 6 minutes: 1 round of 5 s
+#                                       # runs at 1, 4, 16 and 64 clients,
+#                                       # the pgbench workloads; TPS and
+#                                       # top wait events per client count
 #   bash bench/run.sh --smoke           # a few seconds (used by t/090)
 #
-# Other options (rounds, duration, clients, workloads, --out-dir,
-# --update-docs, ...): bash bench/run.sh --help.
+# Other options (rounds, duration, clients, --pgbench-scale, workloads,
+# --out-dir, --update-docs, ...): bash bench/run.sh --help.
 #
 # As root, the measurements run as "postgres" in a temporary directory and
 # the report is written as root.  As any other user, everything runs as that
