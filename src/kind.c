@@ -54,7 +54,8 @@
 
 #include "kind_int.h"
 
-static void *find_live_pending(PgssNgKind *kind, const void *key);
+static void *find_live_pending(PgssNgKind *kind, const void *key,
+							   uint32 hash);
 
 /*
  * kind_free_body
@@ -452,7 +453,9 @@ pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 {
 	void	   *he;
 
-	if (find_live_pending(kind, key) != NULL)
+	if (kind->npending > 0 &&
+		find_live_pending(kind, key,
+						  get_hash_value(kind->pending, key)) != NULL)
 		return true;
 
 	he = dshash_find(kind->hash, key, false);
@@ -497,14 +500,19 @@ max_pending(PgssNgKind *kind)
 /*
  * pgss_ng_kind_lock_entry
  *		For a kind's flush callback: lock the shared entry that ref refers
- *		to exclusively.  Tries without waiting first; with nowait, returns
- *		false if the lock is busy (the pending data stays for a later
- *		flush), otherwise waits, except for a lock this backend holds
- *		itself (false).  Returns false, with the lock released, also when
- *		the entry was dropped (reset, eviction); the layer then discards
- *		or hands over the pending data (flush_one).  True: the lock is
- *		held and the entry is live; release it with
- *		pgss_ng_kind_unlock_entry().
+ *		to exclusively.  Tries without waiting first.  If the lock is busy:
+ *		with nowait, returns false (the pending data stays for a later
+ *		flush) unless the pending data is older than
+ *		PGSS_NG_PENDING_MAX_AGE_MS; otherwise waits, except for a lock
+ *		this backend holds itself (false).  Returns false, with the lock
+ *		released, also when the entry was dropped (reset, eviction); the
+ *		layer then discards or hands over the pending data (flush_one).
+ *		True: the lock is held, the entry is live and ref->flush_time is
+ *		the time now, read under the lock (the kind may stamp the entry
+ *		with it); release it with pgss_ng_kind_unlock_entry().
+ *
+ * The clock is read only under the lock, and for the age test when the
+ * lock is busy: one read per flushed entry.
  */
 bool
 pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
@@ -513,7 +521,10 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
 
 	if (!LWLockConditionalAcquire(lock, LW_EXCLUSIVE))
 	{
-		if (nowait)
+		if (nowait &&
+			!TimestampDifferenceExceeds(ref->pending_since,
+										GetCurrentTimestamp(),
+										PGSS_NG_PENDING_MAX_AGE_MS))
 			return false;
 		/* never wait for a lock this backend holds itself */
 		if (LWLockHeldByMe(lock))
@@ -526,6 +537,7 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
 		LWLockRelease(lock);
 		return false;
 	}
+	ref->flush_time = GetCurrentTimestamp();
 	return true;
 }
 
@@ -533,8 +545,9 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
  * pgss_ng_kind_unlock_entry
  *		After a flush callback merged ref's pending data: add uses (the
  *		uses the pending data represents) to the entry's usage, its value
- *		for eviction, decayed to the flush's time, and release the entry
- *		lock taken by pgss_ng_kind_lock_entry().
+ *		for eviction, decayed to the flush's time (ref->flush_time, read
+ *		by pgss_ng_kind_lock_entry), and release the entry lock taken by
+ *		pgss_ng_kind_lock_entry().
  */
 void
 pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
@@ -551,9 +564,9 @@ pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
  * flush_one
  *		Flush one pending entry pe through the kind's flush callback, which
  *		may wait for the entry lock (nowait false) only when force is set
- *		or the pending data is older than PGSS_NG_PENDING_MAX_AGE_MS.  now
- *		is used for the age test and the usage decay.  Returns false if the
- *		entry stays pending (its lock was busy).
+ *		or the pending data is older than PGSS_NG_PENDING_MAX_AGE_MS (the
+ *		age test of pgss_ng_kind_lock_entry).  Returns false if the entry
+ *		stays pending (its lock was busy).
  *
  * Into a live entry, the callback merges the pending data and the usage
  * is brought up to date; into one dropped by a reset it is discarded (made
@@ -563,17 +576,12 @@ pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
  * pgss_ng_kind_lock_entry), none afterwards.
  */
 static bool
-flush_one(PgssNgKind *kind, void *pe, TimestampTz now, bool force)
+flush_one(PgssNgKind *kind, void *pe, bool force)
 {
 	PgssNgEntryRef *ref = PENDING_REF(kind, pe);
-	bool		nowait;
 
-	nowait = !force &&
-		!TimestampDifferenceExceeds(ref->pending_since, now,
-									PGSS_NG_PENDING_MAX_AGE_MS);
 	ref->dropped = PGSS_NG_LIVE;
-	ref->flush_time = now;
-	if (!kind->info->flush_pending_cb(ref, nowait) &&
+	if (!kind->info->flush_pending_cb(ref, !force) &&
 		ref->dropped == PGSS_NG_LIVE)
 		return false;
 
@@ -588,7 +596,9 @@ flush_one(PgssNgKind *kind, void *pe, TimestampTz now, bool force)
 		dsa_pointer body = ref->body;
 		PgssNgSharedEntry *shared = ref->shared;
 
-		hash_search(kind->pending, pe, HASH_REMOVE, NULL);
+		dlist_delete(&ref->node);
+		hash_search_with_hash_value(kind->pending, pe, ref->hash,
+									HASH_REMOVE, NULL);
 		kind->npending--;
 		release_ref(kind, body, shared);
 	}
@@ -597,26 +607,28 @@ flush_one(PgssNgKind *kind, void *pe, TimestampTz now, bool force)
 
 /*
  * find_live_pending
- *		This backend's pending entry for key, if its shared entry is still
- *		live.  One whose entry was dropped since (reset, eviction) is
- *		flushed away first, so that counts made from now on go to a new
- *		entry: a reset separates counts made before it from those made
- *		after it, even within one long statement.  The dropped flag is read
- *		without the entry lock; it is only ever set once.
+ *		This backend's pending entry for key (whose hash in the pending
+ *		hash is hash), if its shared entry is still live.  One whose entry
+ *		was dropped since (reset, eviction) is flushed away first, so that
+ *		counts made from now on go to a new entry: a reset separates counts
+ *		made before it from those made after it, even within one long
+ *		statement.  The dropped flag is read without the entry lock; it is
+ *		only ever set once.
  */
 static void *
-find_live_pending(PgssNgKind *kind, const void *key)
+find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
 {
 	void	   *pe;
 
 	if (kind->npending == 0)
 		return NULL;
-	pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+	pe = hash_search_with_hash_value(kind->pending, key, hash, HASH_FIND,
+									 NULL);
 	if (pe == NULL)
 		return NULL;
 	if (PENDING_REF(kind, pe)->shared->dropped == PGSS_NG_LIVE)
 		return pe;
-	flush_one(kind, pe, GetCurrentTimestamp(), true);
+	flush_one(kind, pe, true);
 	return NULL;
 }
 
@@ -631,9 +643,10 @@ find_live_pending(PgssNgKind *kind, const void *key)
  * dropped.  Before adding a new pending entry past max_pending(),
  * everything pending is flushed, so a backend's pending memory stays
  * bounded however many distinct keys a single statement or transaction
- * touches.  Memory: pending entries in TopMemoryContext (the pending
- * hash).  Errors: those of lookup_or_create(); the local entry is removed
- * first.
+ * touches.  The key's hash in the pending hash is computed once, here,
+ * and kept in the reference for the removal at the flush.  Memory:
+ * pending entries in TopMemoryContext (the pending hash).  Errors: those
+ * of lookup_or_create(); the local entry is removed first.
  */
 PgssNgEntryRef *
 pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
@@ -646,8 +659,9 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	PgssNgCreateResult r = PGSS_NG_OUT_OF_MEMORY;
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
+	uint32		hash = get_hash_value(kind->pending, key);
 
-	live = find_live_pending(kind, key);
+	live = find_live_pending(kind, key, hash);
 	if (live != NULL)
 		return PENDING_REF(kind, live);
 
@@ -657,7 +671,8 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 		pgss_ng_kind_flush(kind, true);
 
 	/* make the local entry first: if that fails, no reference is leaked */
-	pe = hash_search(kind->pending, key, HASH_ENTER, &found);
+	pe = hash_search_with_hash_value(kind->pending, key, hash, HASH_ENTER,
+									 &found);
 	Assert(!found);
 
 	PG_TRY();
@@ -666,14 +681,16 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	}
 	PG_CATCH();
 	{
-		hash_search(kind->pending, key, HASH_REMOVE, NULL);
+		hash_search_with_hash_value(kind->pending, key, hash, HASH_REMOVE,
+									NULL);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
 	if (r == PGSS_NG_FULL || r == PGSS_NG_OUT_OF_MEMORY)
 	{
-		hash_search(kind->pending, key, HASH_REMOVE, NULL);
+		hash_search_with_hash_value(kind->pending, key, hash, HASH_REMOVE,
+									NULL);
 		return NULL;
 	}
 
@@ -687,7 +704,9 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	ref->shared = shared;
 	ref->dropped = PGSS_NG_LIVE;
 	ref->flush_time = 0;
+	ref->hash = hash;
 	memset(ref->pending, 0, kind->info->pending_size);
+	dlist_push_tail(&kind->pending_list, &ref->node);
 	kind->npending++;
 
 	/* only now: an ERROR in eviction must find the reference recorded */
@@ -705,23 +724,25 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
  * whose lock is busy stays pending for the next flush, unless its pending
  * data is older than PGSS_NG_PENDING_MAX_AGE_MS, in which case we wait.
  * With force (exit, view read, too much pending) we always wait.  Each
- * flushed entry's reference is released at once.  Returns true if
- * anything is still pending.  Locks: each entry's LWLock, one at a time.
+ * flushed entry's reference is released at once.  The entries are walked
+ * in kind->pending_list (oldest first), not by a scan of the pending
+ * hash's buckets.  Returns true if anything is still pending.  Locks:
+ * each entry's LWLock, one at a time.
  */
 bool
 pgss_ng_kind_flush(PgssNgKind *kind, bool force)
 {
-	HASH_SEQ_STATUS status;
-	void	   *pe;
-	TimestampTz now;
+	dlist_mutable_iter it;
 
 	if (kind->npending == 0)
 		return false;
 
-	now = GetCurrentTimestamp();
-	hash_seq_init(&status, kind->pending);
-	while ((pe = hash_seq_search(&status)) != NULL)
-		(void) flush_one(kind, pe, now, force);
+	dlist_foreach_modify(it, &kind->pending_list)
+	{
+		PgssNgEntryRef *ref = dlist_container(PgssNgEntryRef, node, it.cur);
+
+		(void) flush_one(kind, (void *) ref->key, force);
+	}
 
 	return kind->npending > 0;
 }

@@ -49,6 +49,7 @@
 
 #include "datatype/timestamp.h"
 #include "lib/dshash.h"
+#include "lib/ilist.h"
 #include "lib/stringinfo.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
@@ -76,7 +77,10 @@ typedef struct PgssNgEntryRef
 	dsa_pointer body;
 	struct PgssNgSharedEntry *shared;
 	uint8		dropped;		/* set by pgss_ng_kind_lock_entry */
-	TimestampTz flush_time;		/* the flush's time, for the usage decay */
+	TimestampTz flush_time;		/* the flush's time, read under the entry
+								 * lock: the usage decay, the kind's stamp */
+	uint32		hash;			/* the key's hash in the pending hash */
+	dlist_node	node;			/* in the kind's pending_list */
 } PgssNgEntryRef;
 
 /*

@@ -111,6 +111,7 @@ struct PgssNgKind
 	LWLock	   *alloc_lock;		/* named tranche <name>_alloc */
 	LWLock	   *dealloc_lock;	/* named tranche <name>_dealloc */
 	HTAB	   *pending;		/* key -> [PgssNgEntryRef, pending data] */
+	dlist_head	pending_list;	/* the pending entries' refs, oldest first */
 	int			npending;
 	int			max_entries;	/* eviction keeps live entries at or below */
 	bool		detaching;		/* at exit, after the last flush */

@@ -150,6 +150,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 	kind->area = NULL;
 	kind->hash = NULL;
 	kind->pending = NULL;
+	dlist_init(&kind->pending_list);
 	kind->npending = 0;
 
 	shared = ShmemInitStruct(shmem_name,
@@ -231,6 +232,7 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 	kind->pending = hash_create(psprintf("%s pending", kind->info->name),
 								64, &ctl,
 								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	dlist_init(&kind->pending_list);
 	kind->npending = 0;
 
 	MemoryContextSwitchTo(oldcxt);

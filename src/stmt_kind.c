@@ -398,9 +398,9 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
  * Failed executions count as uses too.  Pending counts that began before
  * the entry's last min/max reset do not set its min/max nor go into its
  * time histograms, which describe the times since that reset.  The entry
- * is stamped as changed (stmt_stamp_changed, clock read under the lock),
- * and last_executed set to that time when executions (successful or
- * failed) are merged.
+ * is stamped as changed at ref->flush_time, the clock read under the lock
+ * by pgss_ng_kind_lock_entry (stmt_stamp_changed_at), and last_executed
+ * set to that time when executions (successful or failed) are merged.
  */
 static bool
 stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
@@ -435,7 +435,7 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	}
 	if (first && uses > 0)
 		uses -= 1;
-	stmt_stamp_changed(sh);
+	stmt_stamp_changed_at(sh, ref->flush_time);
 	if (c->calls[PGSS_NG_EXEC] > 0 || c->errors > 0)
 		sh->last_executed = sh->changed_at;
 

@@ -68,15 +68,23 @@ total_calls(const PgssNgCounters *c)
 }
 
 /*
- * stmt_stamp_changed
- *		Mark the entry as changed now.  Call with its entry lock held
- *		exclusively: the clock is read here, under the lock.  Never moves
- *		changed_at backwards (a system clock stepped back).
+ * stmt_stamp_changed_at / stmt_stamp_changed
+ *		Mark the entry as changed at now, a time read under its entry lock
+ *		(held exclusively), or, stmt_stamp_changed, now read here.  The
+ *		clock must be read under the lock, so that an incremental read
+ *		started after the stamp sees the change.  Never moves changed_at
+ *		backwards (a system clock stepped back).
  */
+static inline void
+stmt_stamp_changed_at(PgssNgStmtShared *sh, TimestampTz now)
+{
+	sh->changed_at = Max(sh->changed_at, now);
+}
+
 static inline void
 stmt_stamp_changed(PgssNgStmtShared *sh)
 {
-	sh->changed_at = Max(sh->changed_at, GetCurrentTimestamp());
+	stmt_stamp_changed_at(sh, GetCurrentTimestamp());
 }
 
 extern void pgss_ng_stmt_count_dropped(int64 n);
