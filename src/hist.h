@@ -36,8 +36,10 @@
 
 /*
  * A dense histogram, for counting in a backend: counts per bucket, and the
- * range of buckets used so that a merge looks at those only.  Zeroed means
- * empty.
+ * range of buckets used so that a merge looks at those only.  Only the
+ * counts in [lo, hi) are defined: hi = 0 (pgss_ng_hist_dense_clear, or
+ * all zeroed) makes it empty whatever count[] holds, and
+ * pgss_ng_hist_add() zeroes the buckets it brings into the range.
  */
 typedef struct PgssNgHistDense
 {
@@ -70,25 +72,46 @@ StaticAssertDecl(sizeof(PgssNgHistPair) == 1024,
 extern int	pgss_ng_hist_bucket(double ms);
 
 /*
+ * pgss_ng_hist_dense_clear
+ *		Make a dense histogram empty (its count[] is left as it is: only
+ *		[lo, hi) is ever read).
+ */
+static inline void
+pgss_ng_hist_dense_clear(PgssNgHistDense *h)
+{
+	h->lo = 0;
+	h->hi = 0;
+}
+
+/*
  * pgss_ng_hist_add
- *		Count one time (ms) in a dense histogram.
+ *		Count one time (ms) in a dense histogram.  A bucket outside the
+ *		range used so far, and those between it and the range, are zeroed
+ *		as they join it.
  */
 static inline void
 pgss_ng_hist_add(PgssNgHistDense *h, double ms)
 {
 	int			b = pgss_ng_hist_bucket(ms);
 
-	if (h->count[b] < PG_UINT32_MAX)
-		h->count[b]++;
 	if (h->hi == 0)
 	{
+		h->count[b] = 0;
 		h->lo = b;
 		h->hi = b + 1;
 	}
 	else if (b < h->lo)
+	{
+		memset(&h->count[b], 0, sizeof(uint32) * (h->lo - b));
 		h->lo = b;
+	}
 	else if (b >= h->hi)
+	{
+		memset(&h->count[h->hi], 0, sizeof(uint32) * (b + 1 - h->hi));
 		h->hi = b + 1;
+	}
+	if (h->count[b] < PG_UINT32_MAX)
+		h->count[b]++;
 }
 
 extern void pgss_ng_hist_bounds(int bucket, double *lower_ms,

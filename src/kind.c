@@ -638,7 +638,8 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
  *		pending data (zeroed when new), making the shared entry if needed;
  *		the reference is held until the pending data is flushed.
  *
- * Returns NULL when the entry could not be made (backstop reached, or out
+ * The pending data is zeroed (its first pending_zeroed bytes when the kind
+ * sets that).  Returns NULL when the entry could not be made (backstop reached, or out
  * of shared memory); the caller then counts what it wanted to record as
  * dropped.  Before adding a new pending entry past max_pending(),
  * everything pending is flushed, so a backend's pending memory stays
@@ -705,7 +706,8 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	ref->dropped = PGSS_NG_LIVE;
 	ref->flush_time = 0;
 	ref->hash = hash;
-	memset(ref->pending, 0, kind->info->pending_size);
+	memset(ref->pending, 0, kind->info->pending_zeroed > 0 ?
+		   kind->info->pending_zeroed : kind->info->pending_size);
 	dlist_push_tail(&kind->pending_list, &ref->node);
 	kind->npending++;
 

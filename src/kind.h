@@ -96,6 +96,10 @@ typedef struct PgssNgKindInfo
 								 * must zero padding */
 	Size		shared_size;	/* bytes of kind data in a shared entry */
 	Size		pending_size;	/* bytes of kind data in a pending entry */
+	Size		pending_zeroed; /* of which the first pending_zeroed bytes
+								 * are zeroed in a new pending entry (0:
+								 * all); the kind makes the rest valid
+								 * itself before reading it */
 	int			max_pending;	/* flush early past this many pending */
 
 	/*

@@ -51,6 +51,8 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.key_size = sizeof(PgssNgStmtKey),
 	.shared_size = sizeof(PgssNgStmtShared),
 	.pending_size = sizeof(PgssNgPending),
+	/* the histograms: cleared at their phase's first count (count_one) */
+	.pending_zeroed = offsetof(PgssNgPending, hist),
 	.max_pending = PGSS_NG_MAX_PENDING,
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
@@ -430,8 +432,13 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	pgss_ng_stmt_merge(sh, c, minmax);
 	if (fresh)
 	{
-		pgss_ng_hist_merge(&sh->hist, PGSS_NG_PLAN, &p->hist[PGSS_NG_PLAN]);
-		pgss_ng_hist_merge(&sh->hist, PGSS_NG_EXEC, &p->hist[PGSS_NG_EXEC]);
+		/* a phase's histogram is valid once the phase has a call */
+		if (c->calls[PGSS_NG_PLAN] > 0)
+			pgss_ng_hist_merge(&sh->hist, PGSS_NG_PLAN,
+							   &p->hist[PGSS_NG_PLAN]);
+		if (c->calls[PGSS_NG_EXEC] > 0)
+			pgss_ng_hist_merge(&sh->hist, PGSS_NG_EXEC,
+							   &p->hist[PGSS_NG_EXEC]);
 	}
 	if (first && uses > 0)
 		uses -= 1;
@@ -476,6 +483,9 @@ count_one(PgssNgPending *p, PgssNgPhase phase, double total_time,
 {
 	PgssNgCounters *c = &p->counters;
 
+	/* the kind layer zeroes only the counters of a new pending entry */
+	if (c->calls[phase] == 0)
+		pgss_ng_hist_dense_clear(&p->hist[phase]);
 	pgss_ng_hist_add(&p->hist[phase], total_time);
 	if (cpu)
 	{
