@@ -639,9 +639,9 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
  *		the reference is held until the pending data is flushed.
  *
  * The pending data is zeroed (its first pending_zeroed bytes when the kind
- * sets that).  Returns NULL when the entry could not be made (backstop reached, or out
- * of shared memory); the caller then counts what it wanted to record as
- * dropped.  Before adding a new pending entry past max_pending(),
+ * sets that).  Returns NULL when the entry could not be made (backstop
+ * reached, or out of shared memory); the caller then counts what it wanted
+ * to record as dropped.  Before adding a new pending entry past max_pending(),
  * everything pending is flushed, so a backend's pending memory stays
  * bounded however many distinct keys a single statement or transaction
  * touches.  The key's hash in the pending hash is computed once, here,
