@@ -53,6 +53,15 @@ pgss_ng_hist_bucket(double ms)
 }
 
 /*
+ * Upper bound (ms) of each bucket but the last, computed once per process
+ * (a reader of the view asks for ten quantiles of every entry: pow() was
+ * a visible part of its cost).  Bucket k > 0 spans
+ * [hist_upper[k - 1], hist_upper[k]).
+ */
+static double hist_upper[PGSS_NG_HIST_NBUCKETS - 1];
+static bool hist_upper_done = false;
+
+/*
  * pgss_ng_hist_bounds
  *		Lower and upper bound (ms) of a bucket: [0, 0.01) for bucket 0,
  *		[~3.6e6, Infinity) for the last one.
@@ -60,19 +69,26 @@ pgss_ng_hist_bucket(double ms)
 void
 pgss_ng_hist_bounds(int bucket, double *lower_ms, double *upper_ms)
 {
+	if (!hist_upper_done)
+	{
+		int			k;
+
+		for (k = 0; k < PGSS_NG_HIST_NBUCKETS - 1; k++)
+			hist_upper[k] = PGSS_NG_HIST_MIN_MS *
+				pow(2.0, (double) k / PGSS_NG_HIST_PER_OCTAVE);
+		hist_upper_done = true;
+	}
 	if (bucket <= 0)
 	{
 		*lower_ms = 0.0;
-		*upper_ms = PGSS_NG_HIST_MIN_MS;
+		*upper_ms = hist_upper[0];
 		return;
 	}
-	*lower_ms = PGSS_NG_HIST_MIN_MS *
-		pow(2.0, (double) (bucket - 1) / PGSS_NG_HIST_PER_OCTAVE);
+	*lower_ms = hist_upper[Min(bucket, PGSS_NG_HIST_NBUCKETS - 1) - 1];
 	if (bucket >= PGSS_NG_HIST_NBUCKETS - 1)
 		*upper_ms = get_float8_infinity();
 	else
-		*upper_ms = PGSS_NG_HIST_MIN_MS *
-			pow(2.0, (double) bucket / PGSS_NG_HIST_PER_OCTAVE);
+		*upper_ms = hist_upper[bucket];
 }
 
 /* first pool slot of histogram which */
@@ -289,50 +305,81 @@ pgss_ng_hist_total(const PgssNgHistPair *p, int which)
 }
 
 /*
- * pgss_ng_hist_quantile
- *		The q-quantile (0 < q <= 1) of histogram which, in ms: the
- *		representative value of the bucket holding the call of rank
- *		ceil(q * n) (nearest rank, n the total count), brought into
+ * pgss_ng_hist_quantiles
+ *		The qs[j]-quantiles (0 < qs[j] <= 1, qs ascending) of histogram
+ *		which, in ms, into out[0 .. nq - 1], in one pass over the buckets:
+ *		for each, the representative value of the bucket holding the call
+ *		of rank ceil(q * n) (nearest rank, n the total count), brought into
  *		[min_ms, max_ms] when max_ms >= min_ms (the exact extremes, which
  *		can only move it closer to the true value).  NaN when empty.
  *
  * Within 4.95% of the true value when that lies in 10 us .. 1 h (and,
  * for histogram 0, above any folded buckets).
  */
+void
+pgss_ng_hist_quantiles(const PgssNgHistPair *p, int which, const double *qs,
+					   int nq, double min_ms, double max_ms, double *out)
+{
+	uint64		n = pgss_ng_hist_total(p, which);
+	const uint32 *pool = &p->pool[slot0(p, which)];
+	uint64		cum = 0;
+	int			i = 0;
+	int			j;
+
+	for (j = 0; j < nq; j++)
+	{
+		uint64		rank;
+		double		lower;
+		double		upper;
+		double		v;
+
+		if (n == 0)
+		{
+			out[j] = get_float8_nan();
+			continue;
+		}
+		Assert(j == 0 || qs[j] >= qs[j - 1]);
+		rank = (uint64) ceil(qs[j] * (double) n);
+		rank = Max(rank, 1);
+		rank = Min(rank, n);
+		/* cum counts the window up to bucket i; the ranks only grow */
+		if (j == 0 || cum < rank)
+		{
+			if (j > 0)
+				i++;
+			for (; i < p->len[which]; i++)
+			{
+				cum += pool[i];
+				if (cum >= rank)
+					break;
+			}
+		}
+		pgss_ng_hist_bounds(p->lo[which] + i, &lower, &upper);
+		if (isinf(upper))
+			v = lower;
+		else if (lower == 0.0)
+			v = upper;
+		else
+			v = 2.0 * upper / (HIST_GAMMA + 1.0);
+		if (max_ms >= min_ms)
+		{
+			v = Max(v, min_ms);
+			v = Min(v, max_ms);
+		}
+		out[j] = v;
+	}
+}
+
+/*
+ * pgss_ng_hist_quantile
+ *		The q-quantile of histogram which: see pgss_ng_hist_quantiles.
+ */
 double
 pgss_ng_hist_quantile(const PgssNgHistPair *p, int which, double q,
 					  double min_ms, double max_ms)
 {
-	uint64		n = pgss_ng_hist_total(p, which);
-	uint64		rank;
-	uint64		cum = 0;
-	double		lower;
-	double		upper;
 	double		v;
-	int			i;
 
-	if (n == 0)
-		return get_float8_nan();
-	rank = (uint64) ceil(q * (double) n);
-	rank = Max(rank, 1);
-	rank = Min(rank, n);
-	for (i = 0; i < p->len[which]; i++)
-	{
-		cum += p->pool[slot0(p, which) + i];
-		if (cum >= rank)
-			break;
-	}
-	pgss_ng_hist_bounds(p->lo[which] + i, &lower, &upper);
-	if (isinf(upper))
-		v = lower;
-	else if (lower == 0.0)
-		v = upper;
-	else
-		v = 2.0 * upper / (HIST_GAMMA + 1.0);
-	if (max_ms >= min_ms)
-	{
-		v = Max(v, min_ms);
-		v = Min(v, max_ms);
-	}
+	pgss_ng_hist_quantiles(p, which, &q, 1, min_ms, max_ms, &v);
 	return v;
 }

@@ -124,6 +124,9 @@ extern bool pgss_ng_hist_valid(const PgssNgHistPair *p);
 extern uint64 pgss_ng_hist_total(const PgssNgHistPair *p, int which);
 extern uint32 pgss_ng_hist_count(const PgssNgHistPair *p, int which,
 								 int bucket);
+extern void pgss_ng_hist_quantiles(const PgssNgHistPair *p, int which,
+								   const double *qs, int nq, double min_ms,
+								   double max_ms, double *out);
 extern double pgss_ng_hist_quantile(const PgssNgHistPair *p, int which,
 									double q, double min_ms, double max_ms);
 

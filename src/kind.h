@@ -212,6 +212,11 @@ typedef void (*PgssNgUpdateFn) (void *shared_data, void *arg);
 
 extern void pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
 								 void *arg);
+typedef bool (*PgssNgCopyFn) (PgssNgKind *kind, const void *key,
+							  const void *shared_data, void *arg);
+typedef void (*PgssNgEmitFn) (void *arg);
+extern void pgss_ng_kind_foreach_copy(PgssNgKind *kind, PgssNgCopyFn copy,
+									  PgssNgEmitFn emit, void *arg);
 extern uint64 pgss_ng_kind_drop_matching(PgssNgKind *kind,
 										 PgssNgMatchFn match, void *arg);
 extern uint64 pgss_ng_kind_update_matching(PgssNgKind *kind,

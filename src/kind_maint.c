@@ -22,14 +22,23 @@
 #include "kind_int.h"
 
 /*
- * pgss_ng_kind_foreach
- *		Call visit for every live shared entry, with the entry's lock held
+ * pgss_ng_kind_foreach_copy
+ *		For every live shared entry: call copy with the entry's lock held
  *		shared (so the data is not torn) and its partition lock held shared
- *		(so it cannot be freed).  visit must only copy; it must not raise an
- *		ERROR or take other locks of this kind.
+ *		(so it cannot be freed); copy must only copy what it needs into
+ *		arg and must not take other locks of this kind.  If it returns true
+ *		and emit is not NULL, emit(arg) runs next, after the entry lock is
+ *		released but with the partition lock still held shared: it may do
+ *		the per-entry work that needs no entry lock (e.g. build a tuple
+ *		from the copy), so the entry lock is held only for the copy.  emit
+ *		holds back creations and removals in that partition while it runs
+ *		and must not take locks of this kind either.  An ERROR raised by
+ *		either callback (e.g. out of memory) aborts the caller's
+ *		transaction, which releases these LWLocks.
  */
 void
-pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
+pgss_ng_kind_foreach_copy(PgssNgKind *kind, PgssNgCopyFn copy,
+						  PgssNgEmitFn emit, void *arg)
 {
 	dshash_seq_status status;
 	void	   *he;
@@ -39,12 +48,54 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
 	{
 		PgssNgSharedEntry *shared =
 			dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
+		bool		copied;
 
 		LWLockAcquire(&shared->lock, LW_SHARED);
-		visit(kind, he, PgssNgSharedData(shared), arg);
+		copied = copy(kind, he, PgssNgSharedData(shared), arg);
 		LWLockRelease(&shared->lock);
+		if (copied && emit != NULL)
+			emit(arg);
 	}
 	dshash_seq_term(&status);
+}
+
+/* A plain visitor, called through pgss_ng_kind_foreach_copy. */
+typedef struct VisitAll
+{
+	PgssNgVisitFn visit;
+	void	   *arg;
+} VisitAll;
+
+/*
+ * visit_all
+ *		pgss_ng_kind_foreach_copy copy callback of pgss_ng_kind_foreach:
+ *		call the plain visitor; nothing to emit.
+ */
+static bool
+visit_all(PgssNgKind *kind, const void *key, const void *shared_data,
+		  void *arg)
+{
+	VisitAll   *va = (VisitAll *) arg;
+
+	va->visit(kind, key, shared_data, va->arg);
+	return false;
+}
+
+/*
+ * pgss_ng_kind_foreach
+ *		Call visit for every live shared entry, with the entry's lock held
+ *		shared (so the data is not torn) and its partition lock held shared
+ *		(so it cannot be freed).  visit must only copy; it must not raise an
+ *		ERROR or take other locks of this kind.
+ */
+void
+pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
+{
+	VisitAll	va;
+
+	va.visit = visit;
+	va.arg = arg;
+	pgss_ng_kind_foreach_copy(kind, visit_all, NULL, &va);
 }
 
 /*

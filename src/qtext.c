@@ -371,6 +371,22 @@ pgss_ng_qtext_valid(const char *text, int len, int encoding)
 }
 
 /*
+ * pgss_ng_qtext_data
+ *		The bytes of a stored text (NUL-terminated, *len bytes before the
+ *		NUL), in shared memory: valid, and unchanging, as long as the
+ *		caller's entry holds its reference (see qtext.h).  No lock.
+ */
+const char *
+pgss_ng_qtext_data(dsa_area *area, dsa_pointer text, int *len)
+{
+	QtextNode  *node = dsa_get_address(area, text);
+
+	Assert(DsaPointerIsValid(text));
+	*len = node->len;
+	return node->data;
+}
+
+/*
  * pgss_ng_qtext_copy
  *		palloc a NUL-terminated copy of a stored text in CurrentMemoryContext
  *		and set *len to its length in bytes; NULL (and *len 0) if there is
@@ -379,16 +395,15 @@ pgss_ng_qtext_valid(const char *text, int len, int encoding)
 char *
 pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int *len)
 {
-	QtextNode  *node;
+	const char *data;
 	char	   *copy;
 
 	*len = 0;
 	if (!DsaPointerIsValid(text))
 		return NULL;
-	node = dsa_get_address(area, text);
-	copy = palloc(node->len + 1);
-	memcpy(copy, node->data, node->len + 1);
-	*len = node->len;
+	data = pgss_ng_qtext_data(area, text, len);
+	copy = palloc(*len + 1);
+	memcpy(copy, data, *len + 1);
 	return copy;
 }
 

@@ -40,6 +40,8 @@ extern void pgss_ng_qtext_shmem_startup(void);
 extern dsa_pointer pgss_ng_qtext_store(dsa_area *area, const char *text,
 									   int len);
 extern bool pgss_ng_qtext_valid(const char *text, int len, int encoding);
+extern const char *pgss_ng_qtext_data(dsa_area *area, dsa_pointer text,
+									  int *len);
 extern char *pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int *len);
 extern void pgss_ng_qtext_release(dsa_area *area, dsa_pointer text);
 extern bool pgss_ng_qtext_needs_room(void);

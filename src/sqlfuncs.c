@@ -12,14 +12,17 @@
  * from PUBLIC in the install script.
  *
  * These functions only turn what the statement kind (stmt_kind.h) gives
- * them into tuples: a snapshot of the entries, the info counters; the
+ * them into tuples: the entries as a read gives them, the info counters; the
  * reset is the statement kind's.  Columns of the counters that add up
  * follow PGSS_NG_SUM_COUNTERS, and pgss_ng's own (PGSS_NG_OWN_COUNTERS)
  * come after every pg_stat_statements column.
  *
- * Locking: none taken here.  The snapshot takes each partition lock and
- * each entry lock shared just long enough to copy the entry; tuples are
- * built after all locks are released.
+ * Locking: none taken here.  The read (pgss_ng_stmt_read) takes each
+ * partition lock shared and each entry lock shared just long enough to
+ * copy the entry; each row is built and put in the tuplestore right after
+ * the entry lock is released, with the partition lock still held shared
+ * (no array of copies is made: at 5,000 entries it was megabytes of fresh
+ * memory per read).
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +37,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 #include "stmt_kind.h"
@@ -89,6 +93,9 @@ counter_datum_NUMERIC(uint64 v)
 {
 	char		buf[32];
 
+	/* the same value as from its text, without parsing it */
+	if (v <= (uint64) PG_INT64_MAX)
+		return NumericGetDatum(int64_to_numeric((int64) v));
 	snprintf(buf, sizeof buf, UINT64_FORMAT, v);
 	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
 							   ObjectIdGetDatum(0), Int32GetDatum(-1));
@@ -153,35 +160,51 @@ put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
 	return i;
 }
 
+/* What a read keeps for all its rows (pgss_ng). */
+typedef struct ReadRows
+{
+	ReturnSetInfo *rsinfo;
+	bool		showtext;
+	bool		is_allowed_role;	/* privileges of pg_read_all_stats */
+	Oid			userid;
+	int			db_encoding;
+	Datum		no_privilege;	/* "<insufficient privilege>" */
+} ReadRows;
+
 /*
  * put_identity_columns
  *		Emit userid, dbid, toplevel, queryid and query: the last two only
  *		for the role's own statements or with the privileges of
  *		pg_read_all_stats; the text converted from its encoding to the
- *		server's.  Returns the next column index.
+ *		server's.  A text in the database's encoding is used as it is: it
+ *		was valid when stored (from a statement the server had checked, or
+ *		restored after pgss_ng_qtext_valid).  Returns the next column
+ *		index.
  */
 static int
 put_identity_columns(Datum *values, bool *nulls, int i,
-					 const PgssNgStmtSnapshot *es, bool showtext,
-					 bool is_allowed_role, Oid userid)
+					 const PgssNgStmtSnapshot *es, const ReadRows *rr)
 {
 	values[i++] = ObjectIdGetDatum(es->key.userid);
 	values[i++] = ObjectIdGetDatum(es->key.dbid);
 	values[i++] = BoolGetDatum(es->key.toplevel);
 
-	if (is_allowed_role || es->key.userid == userid)
+	if (rr->is_allowed_role || es->key.userid == rr->userid)
 	{
 		values[i++] = Int64GetDatum((int64) es->key.queryid);
-		if (showtext && es->text != NULL)
+		if (rr->showtext && es->query != NULL)
 		{
-			char	   *enc = pg_any_to_server(es->text, es->textlen,
-											   es->encoding);
+			const char *data = VARDATA_ANY(es->query);
+			int			len = VARSIZE_ANY_EXHDR(es->query);
+			char	   *enc;
 
+			if (es->encoding == rr->db_encoding)
+				enc = unconstify(char *, data);
+			else
+				enc = pg_any_to_server(data, len, es->encoding);
 			/* no conversion gives back the same string */
-			values[i++] = PointerGetDatum(enc == es->text ?
-										  cstring_to_text_with_len(enc,
-																   es->textlen) :
-										  cstring_to_text(enc));
+			values[i++] = enc == data ? PointerGetDatum(es->query) :
+				PointerGetDatum(cstring_to_text(enc));
 		}
 		else
 			nulls[i++] = true;
@@ -189,12 +212,63 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 	else
 	{
 		nulls[i++] = true;
-		if (showtext)
-			values[i++] = CStringGetTextDatum("<insufficient privilege>");
+		if (rr->showtext)
+			values[i++] = rr->no_privilege;
 		else
 			nulls[i++] = true;
 	}
 	return i;
+}
+
+/*
+ * put_row
+ *		pgss_ng_stmt_read emit function: one row of pgss_ng() for an entry,
+ *		put in the result's tuplestore.  Runs with a partition lock of the
+ *		statement kind held shared (see pgss_ng_stmt_read).  Memory: the
+ *		tuplestore's; a converted text in CurrentMemoryContext.
+ */
+static void
+put_row(const PgssNgStmtSnapshot *es, void *arg)
+{
+	ReadRows   *rr = (ReadRows *) arg;
+	const PgssNgCounters *c = &es->counters;
+	Datum		values[PGSS_NG_COLS];
+	bool		nulls[PGSS_NG_COLS];
+	int			i = 0;
+
+	memset(nulls, 0, sizeof(nulls));
+
+	i = put_identity_columns(values, nulls, i, es, rr);
+	/* plans, then calls (exec) */
+	i = put_time_columns(values, i, &es->times[PGSS_NG_PLAN]);
+	i = put_time_columns(values, i, &es->times[PGSS_NG_EXEC]);
+
+	/* the counters that add up, NULL where this build cannot measure */
+#define PUT_SUM(name, ctype, sqltype, measured) \
+	if (measured) \
+		values[i++] = counter_datum_##sqltype(c->name); \
+	else \
+		nulls[i++] = true;
+	PGSS_NG_SUM_COUNTERS(PUT_SUM)
+
+	values[i++] = TimestampTzGetDatum(es->stats_since);
+	values[i++] = TimestampTzGetDatum(es->minmax_stats_since);
+
+	/* pgss_ng's own columns, after all of pg_stat_statements' */
+	PGSS_NG_OWN_COUNTERS(PUT_SUM)
+	if (es->last_executed != 0)
+		values[i++] = TimestampTzGetDatum(es->last_executed);
+	else
+		nulls[i++] = true;
+#undef PUT_SUM
+	i = put_quantile_columns(values, nulls, i, es->quantiles[PGSS_NG_EXEC]);
+	i = put_quantile_columns(values, nulls, i, es->quantiles[PGSS_NG_PLAN]);
+	i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
+	i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+
+	Assert(i == PGSS_NG_COLS);
+	tuplestore_putvalues(rr->rsinfo->setResult, rr->rsinfo->setDesc, values,
+						 nulls);
 }
 
 /*
@@ -217,72 +291,24 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 Datum
 pgss_ng(PG_FUNCTION_ARGS)
 {
-	bool		showtext;
 	TimestampTz changed_since = DT_NOBEGIN;
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			userid = GetUserId();
-	bool		is_allowed_role;
-	PgssNgStmtSnapshot *entries;
-	int			nentries;
-	int			n;
+	ReadRows	rr;
 
 	check_loaded();
-	is_allowed_role = has_privs_of_role(userid, ROLE_PG_READ_ALL_STATS);
+	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	rr.userid = GetUserId();
+	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
+	rr.db_encoding = GetDatabaseEncoding();
+	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		return (Datum) 0;
-	showtext = PG_GETARG_BOOL(0);
+	rr.showtext = PG_GETARG_BOOL(0);
 	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
 		changed_since = PG_GETARG_TIMESTAMPTZ(1);
 
-	entries = pgss_ng_stmt_snapshot(showtext, changed_since, &nentries);
-
-	for (n = 0; n < nentries; n++)
-	{
-		PgssNgStmtSnapshot *es = &entries[n];
-		const PgssNgCounters *c = &es->counters;
-		Datum		values[PGSS_NG_COLS];
-		bool		nulls[PGSS_NG_COLS];
-		int			i = 0;
-
-		memset(values, 0, sizeof(values));
-		memset(nulls, 0, sizeof(nulls));
-
-		i = put_identity_columns(values, nulls, i, es, showtext,
-								 is_allowed_role, userid);
-		/* plans, then calls (exec) */
-		i = put_time_columns(values, i, &es->times[PGSS_NG_PLAN]);
-		i = put_time_columns(values, i, &es->times[PGSS_NG_EXEC]);
-
-		/* the counters that add up, NULL where this build cannot measure */
-#define PUT_SUM(name, ctype, sqltype, measured) \
-		if (measured) \
-			values[i++] = counter_datum_##sqltype(c->name); \
-		else \
-			nulls[i++] = true;
-		PGSS_NG_SUM_COUNTERS(PUT_SUM)
-
-		values[i++] = TimestampTzGetDatum(es->stats_since);
-		values[i++] = TimestampTzGetDatum(es->minmax_stats_since);
-
-		/* pgss_ng's own columns, after all of pg_stat_statements' */
-		PGSS_NG_OWN_COUNTERS(PUT_SUM)
-		if (es->last_executed != 0)
-			values[i++] = TimestampTzGetDatum(es->last_executed);
-		else
-			nulls[i++] = true;
-#undef PUT_SUM
-		i = put_quantile_columns(values, nulls, i,
-								 es->quantiles[PGSS_NG_EXEC]);
-		i = put_quantile_columns(values, nulls, i,
-								 es->quantiles[PGSS_NG_PLAN]);
-		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
-		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
-
-		Assert(i == PGSS_NG_COLS);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	pgss_ng_stmt_read(rr.showtext, changed_since, put_row, &rr);
 
 	return (Datum) 0;
 }

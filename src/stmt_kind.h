@@ -172,7 +172,10 @@ typedef struct PgssNgTimeStats
 	double		stddev;			/* population standard deviation */
 } PgssNgTimeStats;
 
-/* A reader's copy of one entry (pgss_ng_stmt_snapshot). */
+/*
+ * A reader's copy of one entry (pgss_ng_stmt_read), valid only during the
+ * emit call it is given to.
+ */
 typedef struct PgssNgStmtSnapshot
 {
 	PgssNgStmtKey key;
@@ -184,9 +187,11 @@ typedef struct PgssNgStmtSnapshot
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
 	int			encoding;		/* the text's encoding */
-	char	   *text;			/* palloc'd copy, or NULL */
-	int			textlen;		/* its length in bytes */
+	const text *query;			/* copy of the text (no NUL), or NULL */
 } PgssNgStmtSnapshot;
+
+/* what pgss_ng_stmt_read calls for each entry */
+typedef void (*PgssNgStmtEmitFn) (const PgssNgStmtSnapshot *es, void *arg);
 
 /* The extension-wide counters, as pgss_ng_info shows them. */
 typedef struct PgssNgStmtInfo
@@ -242,9 +247,8 @@ extern void pgss_ng_stmt_end(int frame);
 extern void pgss_ng_stmt_failed(int frame);
 
 /* the SQL functions */
-extern PgssNgStmtSnapshot *pgss_ng_stmt_snapshot(bool want_text,
-												 TimestampTz changed_since,
-												 int *n);
+extern void pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
+							  PgssNgStmtEmitFn emit, void *arg);
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 									  bool minmax_only);
 extern void pgss_ng_stmt_info(PgssNgStmtInfo *out);

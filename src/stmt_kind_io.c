@@ -27,68 +27,67 @@
 #include "stmt_kind_int.h"
 
 /*
- * snapshot_visit
- *		Copy one entry (and its text) into the snapshot array, unless a
- *		reader may not see it yet (an entry with neither calls, plans nor
- *		errors was only made at parse analysis) or it has not changed since
- *		changed_since (changed_at earlier).  The time quantiles are computed
- *		here from the histograms (a snapshot does not copy them: 1 KiB
- *		each).  Runs with the entry lock and its
- *		partition lock held shared; palloc may raise an out-of-memory ERROR,
- *		which aborts the reader's transaction and releases the locks.
- *		Memory: the caller's context.
+ * State of a read (pgss_ng_stmt_read): the filter, the copy of the entry
+ * being read, and the growing buffer its text is copied into (a text
+ * varlena, reused from entry to entry: no palloc per entry).
  */
-typedef struct SnapshotState
+typedef struct ReadState
 {
-	PgssNgStmtSnapshot *entries;
-	int			n;
-	int			size;
 	bool		want_text;
 	TimestampTz changed_since;	/* DT_NOBEGIN: everything */
-} SnapshotState;
+	PgssNgStmtEmitFn emit;
+	void	   *emit_arg;
+	PgssNgStmtKey key;			/* the entry copied last */
+	PgssNgStmtShared sh;		/* its data (sh.qtext unused) */
+	bool		has_text;
+	text	   *textbuf;		/* its text, if has_text */
+	Size		textbuf_size;	/* bytes allocated at textbuf */
+	PgssNgStmtSnapshot es;		/* what emit is given */
+} ReadState;
 
-static void
-snapshot_visit(PgssNgKind *kind, const void *key, const void *shared_data,
-			   void *arg)
+/*
+ * read_copy
+ *		pgss_ng_kind_foreach_copy copy callback: copy one entry (and its
+ *		text into the text buffer), unless a reader may not see it yet (an
+ *		entry with neither calls, plans nor errors was only made at parse
+ *		analysis) or it has not changed since changed_since (changed_at
+ *		earlier).  Returns whether it was copied.  Runs with the entry lock
+ *		and its partition lock held shared, so it only copies; growing the
+ *		text buffer may raise an out-of-memory ERROR, which aborts the
+ *		reader's transaction and releases the locks.  Memory: the buffer
+ *		lives in the reader's context.
+ */
+static bool
+read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
+		  void *arg)
 {
-	SnapshotState *st = (SnapshotState *) arg;
+	ReadState  *st = (ReadState *) arg;
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
-	PgssNgStmtSnapshot *es;
-	int			k;
-	int			q;
 
 	if (total_calls(&sh->counters) == 0 && sh->counters.errors == 0)
-		return;
+		return false;
 	if (sh->changed_at < st->changed_since)
-		return;
-	if (st->n == st->size)
+		return false;
+	memcpy(&st->key, key, sizeof(PgssNgStmtKey));
+	st->sh = *sh;
+	st->has_text = false;
+	if (st->want_text && DsaPointerIsValid(sh->qtext))
 	{
-		st->size *= 2;
-		st->entries = repalloc_huge(st->entries,
-									sizeof(PgssNgStmtSnapshot) * st->size);
-	}
-	es = &st->entries[st->n++];
-	memcpy(&es->key, key, sizeof(PgssNgStmtKey));
-	es->counters = sh->counters;
-	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
-	{
-		double		min = sh->have_minmax[k] ? sh->counters.min_time[k] : 1;
-		double		max = sh->have_minmax[k] ? sh->counters.max_time[k] : 0;
+		int			len;
+		const char *data = pgss_ng_qtext_data(pgss_ng_kind_area(kind),
+											  sh->qtext, &len);
 
-		for (q = 0; q < PGSS_NG_NUM_QUANTILES; q++)
-			es->quantiles[k][q] =
-				pgss_ng_hist_quantile(&sh->hist, k, pgss_ng_quantiles[q],
-									  min, max);
+		if (VARHDRSZ + (Size) len > st->textbuf_size)
+		{
+			st->textbuf_size = Max(st->textbuf_size * 2,
+								   VARHDRSZ + (Size) len);
+			st->textbuf = repalloc(st->textbuf, st->textbuf_size);
+		}
+		memcpy(VARDATA(st->textbuf), data, len);
+		SET_VARSIZE(st->textbuf, VARHDRSZ + len);
+		st->has_text = true;
 	}
-	es->encoding = sh->encoding;
-	es->stats_since = sh->stats_since;
-	es->minmax_stats_since = sh->minmax_stats_since;
-	es->last_executed = sh->last_executed;
-	es->text = NULL;
-	es->textlen = 0;
-	if (st->want_text)
-		es->text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext,
-									  &es->textlen);
+	return true;
 }
 
 /*
@@ -111,48 +110,75 @@ time_stats(const PgssNgCounters *c, PgssNgPhase phase, PgssNgTimeStats *out)
 }
 
 /*
- * pgss_ng_stmt_snapshot
- *		Copy every entry a reader may see (with its text if want_text) and
- *		that changed at or after changed_since (DT_NOBEGIN: all of them)
- *		into a palloc'd array of *n elements.  This backend's noted
- *		failures are merged and its pending counters flushed first
- *		(waiting for locks), so a session always sees its own finished
- *		statements.  Locks: the kind layer's foreach (each partition and
- *		entry lock shared, one at a time).  Memory: CurrentMemoryContext.
- *		Errors: out of memory.
+ * read_emit
+ *		pgss_ng_kind_foreach_copy emit callback: turn the copy of the entry
+ *		into what a reader sees (time groups, the time quantiles from the
+ *		histograms) and hand it to the reader's emit function.  Runs after
+ *		the entry lock is released, with the partition lock still held
+ *		shared.
  */
-PgssNgStmtSnapshot *
-pgss_ng_stmt_snapshot(bool want_text, TimestampTz changed_since, int *n)
+static void
+read_emit(void *arg)
 {
-	SnapshotState st;
-	PgssNgKindCounters kc;
-	int			i;
+	ReadState  *st = (ReadState *) arg;
+	const PgssNgStmtShared *sh = &st->sh;
+	PgssNgStmtSnapshot *es = &st->es;
+	int			k;
+
+	es->key = st->key;
+	es->counters = sh->counters;
+	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
+	{
+		double		min = sh->have_minmax[k] ? sh->counters.min_time[k] : 1;
+		double		max = sh->have_minmax[k] ? sh->counters.max_time[k] : 0;
+
+		time_stats(&sh->counters, k, &es->times[k]);
+		pgss_ng_hist_quantiles(&sh->hist, k, pgss_ng_quantiles,
+							   PGSS_NG_NUM_QUANTILES, min, max,
+							   es->quantiles[k]);
+	}
+	es->encoding = sh->encoding;
+	es->stats_since = sh->stats_since;
+	es->minmax_stats_since = sh->minmax_stats_since;
+	es->last_executed = sh->last_executed;
+	es->query = st->has_text ? st->textbuf : NULL;
+	st->emit(es, st->emit_arg);
+}
+
+/*
+ * pgss_ng_stmt_read
+ *		Call emit once for every entry a reader may see (with its text if
+ *		want_text) and that changed at or after changed_since (DT_NOBEGIN:
+ *		all of them).  This backend's noted failures are merged and its
+ *		pending counters flushed first (waiting for locks), so a session
+ *		always sees its own finished statements.  The snapshot emit is
+ *		given, and its text, are only valid during that call.  Locks: the
+ *		kind layer's foreach_copy: each entry is copied under its entry
+ *		lock, held shared just for the copy; emit runs with no entry lock
+ *		but the entry's partition lock held shared (it must take no lock of
+ *		the statement kind).  Memory: CurrentMemoryContext, one text buffer
+ *		for the whole read.  Errors: out of memory; whatever emit raises.
+ */
+void
+pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
+				  PgssNgStmtEmitFn emit, void *arg)
+{
+	ReadState  *st;
 
 	pgss_ng_stmt_merge_errors();
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 
-	/*
-	 * Room for every live entry, so the array is not copied as it grows;
-	 * an incremental read starts small.
-	 */
-	pgss_ng_kind_counters(pgss_ng_stmt_kind, &kc);
-	st.size = changed_since == DT_NOBEGIN ? (int) kc.entries + 64 : 64;
-	st.n = 0;
-	st.entries = palloc_extended(sizeof(PgssNgStmtSnapshot) * st.size,
-								 MCXT_ALLOC_HUGE);
-	st.want_text = want_text;
-	st.changed_since = changed_since;
-	pgss_ng_kind_foreach(pgss_ng_stmt_kind, snapshot_visit, &st);
-
-	for (i = 0; i < st.n; i++)
-	{
-		time_stats(&st.entries[i].counters, PGSS_NG_PLAN,
-				   &st.entries[i].times[PGSS_NG_PLAN]);
-		time_stats(&st.entries[i].counters, PGSS_NG_EXEC,
-				   &st.entries[i].times[PGSS_NG_EXEC]);
-	}
-	*n = st.n;
-	return st.entries;
+	/* too big for the stack: the histograms alone are 1 KiB */
+	st = palloc0(sizeof(ReadState));
+	st->want_text = want_text;
+	st->changed_since = changed_since;
+	st->emit = emit;
+	st->emit_arg = arg;
+	st->textbuf_size = 1024;
+	st->textbuf = palloc(st->textbuf_size);
+	pgss_ng_kind_foreach_copy(pgss_ng_stmt_kind, read_copy, read_emit, st);
+	pfree(st->textbuf);
+	pfree(st);
 }
 
 /* Filter of pgss_ng_stmt_reset(); 0 matches anything. */
