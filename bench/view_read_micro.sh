@@ -5,49 +5,70 @@
 # Both tables are filled with the same ~4,750 distinct statements
 # (SELECT cA, cB FROM w, 1 <= A < B <= 98, on a 100-column table), with
 # pg_stat_statements.max = pgss_ng.max = 5000.  Then, ROUNDS times, one
-# pgbench client (-n, simple protocol) runs each of the four reads for SECS
-# seconds, the variants interleaved within every round:
+# pgbench client (-n, simple protocol) runs each read for SECS seconds, the
+# variants interleaved within every round:
 #   pgss       SELECT * FROM pg_stat_statements
 #   pgss_nt    SELECT * FROM pg_stat_statements(false)
 #   ng         SELECT * FROM pgss_ng
 #   ng_nt      SELECT * FROM pgss_ng(false)
-# and the median of the rounds' mean latencies (ms) is printed with the
-# ratios ng/pgss and ng_nt/pgss_nt.  The machine's load (uptime) is printed
-# before and after: compare numbers only at a similar load.
+# With BASE_PG_CONFIG (another installation of the same major version with
+# another pgss_ng build, e.g. main's), a second cluster is filled the same
+# way and its reads join every round as ng_base and ng_nt_base.
+# Printed: each round's mean latencies, the median of the rounds (ms) and
+# the ratios to pg_stat_statements, then the server CPU time of one read
+# (ms, the backend's /proc/PID/schedstat over CPU_CALLS reads in one
+# session: less sensitive to the machine's load than latency).  The load
+# (uptime) is printed before and after: compare latencies only at a
+# similar load.
 #
 # Usage (as root or postgres; root re-runs itself as postgres):
-#   PG_CONFIG=/path/to/pg_config [ROUNDS=7] [SECS=5] [PORT=54329] \
-#       bash bench/view_read_micro.sh
+#   PG_CONFIG=/path/to/pg_config [BASE_PG_CONFIG=...] [ROUNDS=7] [SECS=5] \
+#       [CPU_CALLS=20] [PORT=54329] bash bench/view_read_micro.sh
 # Needs pgss_ng installed into that PostgreSQL (scripts/build.sh) and its
-# pg_stat_statements.  KEEP=1 leaves the cluster running (its data
-# directory and port are printed) for profiling.
+# pg_stat_statements.  KEEP=1 leaves the clusters running (their socket
+# directories and ports are printed), e.g. for perf record on a backend.
 set -euo pipefail
 
 : "${PG_CONFIG:?set PG_CONFIG to the pg_config of the PostgreSQL to use}"
 ROUNDS=${ROUNDS:-7}
 SECS=${SECS:-5}
+CPU_CALLS=${CPU_CALLS:-20}
 PORT=${PORT:-54329}
 NCOLS=100
 NPAIR=98
 
 if [ "$(id -u)" -eq 0 ]; then
-	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" ROUNDS="$ROUNDS" \
-		SECS="$SECS" PORT="$PORT" KEEP="${KEEP:-}" bash "$(readlink -f "$0")"
+	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" \
+		BASE_PG_CONFIG="${BASE_PG_CONFIG:-}" ROUNDS="$ROUNDS" SECS="$SECS" \
+		CPU_CALLS="$CPU_CALLS" PORT="$PORT" KEEP="${KEEP:-}" \
+		bash "$(readlink -f "$0")"
 fi
 
-BIN=$("$PG_CONFIG" --bindir)
 WORK=$(mktemp -d /tmp/vrmicro.XXXXXX)
-DATA=$WORK/data
-export PGHOST=$WORK PGPORT=$PORT PGDATABASE=postgres
-unset PGUSER PGPASSWORD || true
+unset PGUSER PGPASSWORD PGHOST PGPORT || true
+export PGDATABASE=postgres
+CLUSTERS=()
 
-stop() { "$BIN/pg_ctl" -D "$DATA" -m fast stop >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+stop()
+{
+	for c in "${CLUSTERS[@]}"; do
+		"$(cut -d: -f1 <<<"$c")/pg_ctl" -D "$WORK/$(cut -d: -f2 <<<"$c")/data" \
+			-m fast stop >/dev/null 2>&1 || true
+	done
+	rm -rf "$WORK"
+}
 [ -n "${KEEP:-}" ] || trap stop EXIT
 
-"$BIN/initdb" -D "$DATA" -A trust >/dev/null
-cat >>"$DATA/postgresql.conf" <<CONF
-port = $PORT
-unix_socket_directories = '$WORK'
+# setup NAME PG_CONFIG PORT: start and fill a cluster in $WORK/NAME
+setup()
+{
+	local name=$1 bin port=$3 dir=$WORK/$1
+	bin=$("$2" --bindir)
+	mkdir -p "$dir"
+	"$bin/initdb" -D "$dir/data" -A trust >/dev/null
+	cat >>"$dir/data/postgresql.conf" <<CONF
+port = $port
+unix_socket_directories = '$dir'
 listen_addresses = ''
 shared_preload_libraries = 'pg_stat_statements,pgss_ng'
 pg_stat_statements.max = 5000
@@ -55,50 +76,109 @@ pgss_ng.max = 5000
 shared_buffers = 128MB
 max_connections = 20
 CONF
-"$BIN/pg_ctl" -D "$DATA" -l "$WORK/log" -w start >/dev/null
-psql() { "$BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+	"$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
+	CLUSTERS+=("$bin:$name")
+	local psql="$bin/psql -X -q -v ON_ERROR_STOP=1 -h $dir -p $port"
+	$psql -c "CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pgss_ng;"
+	$psql -c "CREATE TABLE w ($(seq -f 'c%g int' -s ', ' 1 $NCOLS))"
+	$psql -c "INSERT INTO w SELECT $(seq -f '%g' -s ', ' 1 $NCOLS)"
+	$psql -o /dev/null -f "$WORK/fill.sql"
+	echo "$name: $("$bin/postgres" --version), entries: pg_stat_statements" \
+		"$($psql -Atc 'SELECT count(*) FROM pg_stat_statements')," \
+		"pgss_ng $($psql -Atc 'SELECT count(*) FROM pgss_ng')"
+}
 
-psql -c "CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pgss_ng;"
-psql -c "CREATE TABLE w ($(seq -f 'c%g int' -s ', ' 1 $NCOLS))"
-psql -c "INSERT INTO w SELECT $(seq -f '%g' -s ', ' 1 $NCOLS)"
 for ((a = 1; a < NPAIR; a++)); do
 	for ((b = a + 1; b <= NPAIR; b++)); do
 		echo "SELECT c$a, c$b FROM w;"
 	done
 done >"$WORK/fill.sql"
-psql -o /dev/null -f "$WORK/fill.sql"
 
-echo "SELECT * FROM pg_stat_statements;" >"$WORK/pgss.sql"
-echo "SELECT * FROM pg_stat_statements(false);" >"$WORK/pgss_nt.sql"
-echo "SELECT * FROM pgss_ng;" >"$WORK/ng.sql"
-echo "SELECT * FROM pgss_ng(false);" >"$WORK/ng_nt.sql"
-VARIANTS="pgss pgss_nt ng ng_nt"
-
-echo "entries: pg_stat_statements $(psql -Atc 'SELECT count(*) FROM pg_stat_statements'), pgss_ng $(psql -Atc 'SELECT count(*) FROM pgss_ng')"
-echo "load before: $(uptime)"
-# warm-up: one short pass of each
-for v in $VARIANTS; do
-	"$BIN/pgbench" -n -f "$WORK/$v.sql" -c 1 -T 1 >/dev/null 2>&1
+# variant table: name cluster-dir bindir port query
+BIN=$("$PG_CONFIG" --bindir)
+setup cur "$PG_CONFIG" "$PORT"
+VARIANTS=(
+	"pgss cur $BIN $PORT SELECT * FROM pg_stat_statements"
+	"pgss_nt cur $BIN $PORT SELECT * FROM pg_stat_statements(false)"
+	"ng cur $BIN $PORT SELECT * FROM pgss_ng"
+	"ng_nt cur $BIN $PORT SELECT * FROM pgss_ng(false)"
+)
+if [ -n "${BASE_PG_CONFIG:-}" ]; then
+	BBIN=$("$BASE_PG_CONFIG" --bindir)
+	setup base "$BASE_PG_CONFIG" $((PORT + 1))
+	VARIANTS+=(
+		"ng_base base $BBIN $((PORT + 1)) SELECT * FROM pgss_ng"
+		"ng_nt_base base $BBIN $((PORT + 1)) SELECT * FROM pgss_ng(false)"
+	)
+fi
+for v in "${VARIANTS[@]}"; do
+	read -r name _ _ _ q <<<"$v"
+	echo "$q;" >"$WORK/$name.sql"
 done
+
+run_variant()	# run_variant SECS variant-line: prints the mean latency
+{
+	local name dir bin port q
+	read -r name dir bin port q <<<"$2"
+	"$bin/pgbench" -n -h "$WORK/$dir" -p "$port" -f "$WORK/$name.sql" \
+		-c 1 -T "$1" 2>/dev/null |
+		sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p'
+}
+
+echo "load before: $(uptime)"
+for v in "${VARIANTS[@]}"; do run_variant 1 "$v" >/dev/null; done	# warm-up
 for ((r = 1; r <= ROUNDS; r++)); do
 	line="round $r:"
-	for v in $VARIANTS; do
-		lat=$("$BIN/pgbench" -n -f "$WORK/$v.sql" -c 1 -T "$SECS" 2>/dev/null |
-			sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p')
-		echo "$lat" >>"$WORK/lat.$v"
-		line="$line $v=$lat"
+	for v in "${VARIANTS[@]}"; do
+		read -r name _ <<<"$v"
+		lat=$(run_variant "$SECS" "$v")
+		echo "$lat" >>"$WORK/lat.$name"
+		line="$line $name=$lat"
 	done
 	echo "$line"
 done
 echo "load after: $(uptime)"
 
-med() { sort -g "$WORK/lat.$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-for v in $VARIANTS; do eval "m_$v=$(med $v)"; done
-echo "median latency (ms) over $ROUNDS rounds of ${SECS}s:"
-printf '  pg_stat_statements        %8.3f\n' "$m_pgss"
-printf '  pgss_ng                   %8.3f  ratio %.2f\n' "$m_ng" "$(echo "$m_ng / $m_pgss" | bc -l)"
-printf '  pg_stat_statements(false) %8.3f\n' "$m_pgss_nt"
-printf '  pgss_ng(false)            %8.3f  ratio %.2f\n' "$m_ng_nt" "$(echo "$m_ng_nt / $m_pgss_nt" | bc -l)"
+med()
+{
+	sort -g "$WORK/lat.$1" | awk '{ a[NR] = $1 }
+		END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+ratio() { echo "$1 / $2" | bc -l; }
+declare -A M
+for v in "${VARIANTS[@]}"; do
+	read -r name _ <<<"$v"
+	M[$name]=$(med "$name")
+done
+echo "median latency (ms) over $ROUNDS rounds of ${SECS}s, 1 client:"
+printf '  %-12s %-40s %8.3f\n' pgss "SELECT * FROM pg_stat_statements" "${M[pgss]}"
+printf '  %-12s %-40s %8.3f\n' pgss_nt "SELECT * FROM pg_stat_statements(false)" "${M[pgss_nt]}"
+for v in "${VARIANTS[@]}"; do
+	read -r name _ _ _ q <<<"$v"
+	case $name in
+		ng | ng_base) base=pgss ;;
+		ng_nt | ng_nt_base) base=pgss_nt ;;
+		*) continue ;;
+	esac
+	printf '  %-12s %-40s %8.3f  %.2fx %s\n' "$name" "$q" "${M[$name]}" \
+		"$(ratio "${M[$name]}" "${M[$base]}")" "$base"
+done
+
+echo "server CPU of one read (ms; $CPU_CALLS reads in one session):"
+for v in "${VARIANTS[@]}"; do
+	read -r name dir bin port q <<<"$v"
+	ss="split_part(pg_read_file('/proc/' || pg_backend_pid() || '/schedstat'), ' ', 1)::bigint"
+	{
+		echo '\o /dev/null'
+		echo "$q;"
+		echo "SELECT $ss AS t0 \\gset"
+		for ((i = 0; i < CPU_CALLS; i++)); do echo "$q;"; done
+		echo '\o'
+		echo "SELECT round((($ss - :t0) / $CPU_CALLS / 1e6)::numeric, 2);"
+	} >"$WORK/cpu.sql"
+	printf '  %-12s %s\n' "$name" \
+		"$("$bin/psql" -X -Atq -h "$WORK/$dir" -p "$port" -f "$WORK/cpu.sql" | tail -1)"
+done
 if [ -n "${KEEP:-}" ]; then
-	echo "cluster kept: PGHOST=$WORK PGPORT=$PORT data $DATA (stop: $BIN/pg_ctl -D $DATA stop)"
+	for c in "${CLUSTERS[@]}"; do echo "cluster kept: $WORK/${c#*:} (pg_ctl -D $WORK/${c#*:}/data stop)"; done
 fi

@@ -290,6 +290,28 @@ pgss_ng_hist_valid(const PgssNgHistPair *p)
 }
 
 /*
+ * pgss_ng_hist_copy_used
+ *		Copy the pair src into dst, but of the pool only the slots the two
+ *		windows use (usually a few of the 254: a reader of every entry
+ *		then touches a cache line or two of the histograms instead of
+ *		1 KiB).  dst is then the same histograms as src for every function
+ *		here; its unused slots are left as they were.
+ */
+void
+pgss_ng_hist_copy_used(PgssNgHistPair *dst, const PgssNgHistPair *src)
+{
+	int			len0 = src->len[0];
+	int			len1 = src->len[1];
+
+	Assert(len0 + len1 <= PGSS_NG_HIST_POOL);
+	memcpy(dst->lo, src->lo, sizeof(dst->lo));
+	memcpy(dst->len, src->len, sizeof(dst->len));
+	memcpy(&dst->pool[0], &src->pool[0], len0 * sizeof(uint32));
+	memcpy(&dst->pool[PGSS_NG_HIST_POOL - len1],
+		   &src->pool[PGSS_NG_HIST_POOL - len1], len1 * sizeof(uint32));
+}
+
+/*
  * pgss_ng_hist_total
  *		Sum of the counts of histogram which.
  */

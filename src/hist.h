@@ -121,6 +121,8 @@ extern void pgss_ng_hist_merge(PgssNgHistPair *dst, int which,
 extern void pgss_ng_hist_merge_pair(PgssNgHistPair *dst,
 									const PgssNgHistPair *src);
 extern bool pgss_ng_hist_valid(const PgssNgHistPair *p);
+extern void pgss_ng_hist_copy_used(PgssNgHistPair *dst,
+								   const PgssNgHistPair *src);
 extern uint64 pgss_ng_hist_total(const PgssNgHistPair *p, int which);
 extern uint32 pgss_ng_hist_count(const PgssNgHistPair *p, int which,
 								 int bucket);

@@ -10,7 +10,9 @@
  * and reads and resets the event counters of PgssNgKindShared.
  *
  * Locking: visits and updates take each partition lock shared (one at a
- * time), then the entry lock (shared to read, exclusively to update);
+ * time), then the entry lock (shared to read, exclusively to update); a
+ * reader's emit step (foreach_copy) runs between the two, after the entry
+ * lock is released and before the partition lock is;
  * drops take <name>_dealloc, then each partition lock exclusively, then
  * the entry lock to mark the entry dropped.  The kind-wide counters are
  * atomics, read and written without a lock.

@@ -743,7 +743,7 @@ flush_internal(void *arg)
  *		pending statement counters (see pgss_ng_kind_flush), then evict if
  *		live entries exceed max.  Called
  *		at the end of each top-level statement (force false); the SQL
- *		functions flush through pgss_ng_stmt_snapshot() and
+ *		functions flush through pgss_ng_stmt_read() and
  *		pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
  *		mapped while freeing) is caught and logged (pgss_ng_kind_guard);
  *		what stayed pending is retried next time.

@@ -38,7 +38,7 @@ typedef struct ReadState
 	PgssNgStmtEmitFn emit;
 	void	   *emit_arg;
 	PgssNgStmtKey key;			/* the entry copied last */
-	PgssNgStmtShared sh;		/* its data (sh.qtext unused) */
+	PgssNgStmtShared sh;		/* the part of its data read_emit uses */
 	bool		has_text;
 	text	   *textbuf;		/* its text, if has_text */
 	Size		textbuf_size;	/* bytes allocated at textbuf */
@@ -69,7 +69,14 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	if (sh->changed_at < st->changed_since)
 		return false;
 	memcpy(&st->key, key, sizeof(PgssNgStmtKey));
-	st->sh = *sh;
+	/* what read_emit uses; of the histograms only their used slots */
+	st->sh.counters = sh->counters;
+	memcpy(st->sh.have_minmax, sh->have_minmax, sizeof(sh->have_minmax));
+	pgss_ng_hist_copy_used(&st->sh.hist, &sh->hist);
+	st->sh.encoding = sh->encoding;
+	st->sh.stats_since = sh->stats_since;
+	st->sh.minmax_stats_since = sh->minmax_stats_since;
+	st->sh.last_executed = sh->last_executed;
 	st->has_text = false;
 	if (st->want_text && DsaPointerIsValid(sh->qtext))
 	{
