@@ -11,6 +11,7 @@
  * counts while windows grow in both directions in both histograms; the
  * fold of histogram 0 when both windows do not fit (totals kept, window
  * sizes, bound kept above the fold, histogram 1 untouched); saturation;
+ * the reader's one-pass quantiles of a copy of the used slots;
  * pgss_ng_hist_valid().
  *
  *-------------------------------------------------------------------------
@@ -277,6 +278,68 @@ main(void)
 		check(pgss_ng_hist_count(&p, 1, pgss_ng_hist_bucket(1.0)) ==
 			  PG_UINT32_MAX, "saturation: a count stops at 2^32 - 1", "");
 	}
+
+	/*
+	 * --- the reader's path: pgss_ng_hist_quantiles (several quantiles in
+	 * one pass) on a pair copied by pgss_ng_hist_copy_used (only the used
+	 * slots, over garbage) gives exactly pgss_ng_hist_quantile's values on
+	 * the original, for sorted quantiles with repeats
+	 */
+	good = true;
+	for (round = 0; round < 40 && good; round++)
+	{
+		PgssNgHistPair copy;
+		double		qs[12];
+		double		got[12];
+		int			nq = 0;
+		int			which;
+
+		memset(&p, 0, sizeof(p));
+		for (which = 0; which < 2; which++)
+		{
+			n = (int) (urand() * (round < 20 ? 20 : 5000));
+			for (k = 0; k < n; k++)
+				v[k] = (which ? 1.0 : 0.1) *
+					exp((urand() - 0.5) * (round % 4 + 1) * 4);
+			feed(&p, which, v, n);
+		}
+		qs[nq++] = 0.001 + urand() * 0.1;
+		qs[nq] = qs[nq - 1];
+		nq++;
+		qs[nq++] = 0.5;
+		qs[nq++] = 0.9;
+		qs[nq++] = 0.95;
+		qs[nq++] = 0.99;
+		qs[nq++] = 0.999;
+		qs[nq++] = 1.0;
+		qs[nq++] = 1.0;
+		memset(&copy, 0xAB, sizeof(copy));
+		pgss_ng_hist_copy_used(&copy, &p);
+		for (which = 0; which < 2 && good; which++)
+		{
+			/* min/max that clamp, or (max < min) that do not */
+			double		mn = urand() < 0.5 ? 0.05 : 1;
+			double		mx = urand() < 0.5 ? 2.0 : 0;
+
+			pgss_ng_hist_quantiles(&copy, which, qs, nq, mn, mx, got);
+			for (k = 0; k < nq; k++)
+			{
+				double		want = pgss_ng_hist_quantile(&p, which, qs[k],
+														 mn, mx);
+
+				if (!(got[k] == want || (isnan(got[k]) && isnan(want))))
+				{
+					snprintf(buf, sizeof(buf),
+							 "round %d, histogram %d, q %g: %g, not %g",
+							 round, which, qs[k], got[k], want);
+					good = false;
+					break;
+				}
+			}
+		}
+	}
+	check(good, "reader: one-pass quantiles of the used slots' copy equal "
+		  "each quantile of the pair", good ? "" : buf);
 
 	/* --- valid */
 	memset(&p, 0, sizeof(p));
