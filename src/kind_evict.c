@@ -120,54 +120,143 @@ drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
 }
 
 /*
+ * candidate_order
+ *		Order of eviction candidates: lowest value first, and among equal
+ *		values the older entry (lower generation) first.  Negative if a
+ *		goes before b.
+ */
+static inline int
+candidate_order(const EvictCandidate *a, const EvictCandidate *b)
+{
+	if (a->value != b->value)
+		return a->value < b->value ? -1 : 1;
+	/* older generation first: same value, created earlier */
+	if (a->generation != b->generation)
+		return a->generation < b->generation ? -1 : 1;
+	return 0;
+}
+
+/*
  * candidate_cmp
- *		qsort comparator of eviction candidates: lowest value first, and
- *		among equal values the older entry (lower generation) first.
+ *		qsort comparator of the kept candidates (candidate_order).  Called
+ *		only by the sort after the scan, with no partition lock held (the
+ *		scan's heap uses candidate_order directly).
  */
 static int
 candidate_cmp(const void *a, const void *b)
 {
-	const EvictCandidate *ca = (const EvictCandidate *) a;
-	const EvictCandidate *cb = (const EvictCandidate *) b;
-
-	if (ca->value != cb->value)
-		return ca->value < cb->value ? -1 : 1;
-	/* older generation first: same value, created earlier */
-	if (ca->generation != cb->generation)
-		return ca->generation < cb->generation ? -1 : 1;
-	return 0;
+	return candidate_order((const EvictCandidate *) a,
+						   (const EvictCandidate *) b);
 }
 
-/* What the victim scan of pgss_ng_kind_evict collects. */
+/*
+ * What the victim scan of pgss_ng_kind_evict collects: the "keep" least
+ * valuable unreferenced entries seen, as a binary max-heap on
+ * candidate_order (the root is the most valuable of them, the first to be
+ * replaced), with their keys (slot keyno of keys belongs to the candidate
+ * that has that keyno).
+ */
 typedef struct EvictScan
 {
-	EvictCandidate *cands;		/* unreferenced entries, unsorted */
-	char	   *keys;			/* their keys, key_size bytes each */
+	EvictCandidate *cands;		/* heap of ncand candidates */
+	char	   *keys;			/* keep keys, key_size bytes each */
+	int			keep;			/* capacity */
 	int			ncand;
 	int			npinned;		/* entries skipped: referenced */
 } EvictScan;
 
 /*
- * scan_candidates
- *		Copy (key, generation, decayed usage) of every entry nobody holds a
- *		reference to into scan, and count the referenced ones.  Holds each
- *		partition lock shared only while reading it and no entry lock
- *		(usage is read unlocked: a heuristic may read a value a flush is
- *		updating).  Memory: CurrentMemoryContext.  Errors: out of memory.
+ * heap_sift_down
+ *		Restore the max-heap order of scan->cands below position i.
  */
 static void
-scan_candidates(PgssNgKind *kind, EvictScan *scan)
+heap_sift_down(EvictScan *scan, int i)
+{
+	EvictCandidate *h = scan->cands;
+	int			n = scan->ncand;
+
+	for (;;)
+	{
+		int			l = 2 * i + 1;
+		int			top = i;
+		EvictCandidate tmp;
+
+		if (l < n && candidate_order(&h[l], &h[top]) > 0)
+			top = l;
+		if (l + 1 < n && candidate_order(&h[l + 1], &h[top]) > 0)
+			top = l + 1;
+		if (top == i)
+			return;
+		tmp = h[i];
+		h[i] = h[top];
+		h[top] = tmp;
+		i = top;
+	}
+}
+
+/*
+ * heap_offer
+ *		Offer candidate c, whose key is key, to the scan's heap: added while
+ *		there is room, otherwise it replaces the root if it is less
+ *		valuable (and is dropped if not).
+ */
+static void
+heap_offer(EvictScan *scan, EvictCandidate *c, const void *key, Size ksz)
+{
+	EvictCandidate *h = scan->cands;
+	int			i;
+
+	if (scan->ncand < scan->keep)
+	{
+		c->keyno = scan->ncand;
+		i = scan->ncand++;
+		h[i] = *c;
+		while (i > 0 && candidate_order(&h[(i - 1) / 2], &h[i]) < 0)
+		{
+			EvictCandidate tmp = h[i];
+
+			h[i] = h[(i - 1) / 2];
+			h[(i - 1) / 2] = tmp;
+			i = (i - 1) / 2;
+		}
+	}
+	else if (candidate_order(c, &h[0]) < 0)
+	{
+		c->keyno = h[0].keyno;
+		h[0] = *c;
+		heap_sift_down(scan, 0);
+	}
+	else
+		return;
+	memcpy(scan->keys + ksz * c->keyno, key, ksz);
+}
+
+/*
+ * scan_candidates
+ *		Keep (key, generation, decayed usage) of the keep least valuable
+ *		entries nobody holds a reference to in scan (a bounded heap: one
+ *		eviction wants a batch of a few percent of the entries, so a full
+ *		sort of all of them is not needed), and count the referenced ones.
+ *		Holds each partition lock shared only while reading it and no entry
+ *		lock (usage is read unlocked: a heuristic may read a value a flush
+ *		is updating).  Memory: CurrentMemoryContext.  Errors: out of
+ *		memory.
+ */
+static void
+scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
 {
 	Size		ksz = kind->info->key_size;
-	int			size;
 	dshash_seq_status status;
 	void	   *he;
 	TimestampTz now = GetCurrentTimestamp();
 
-	size = (int) pg_atomic_read_u32(&kind->shared->entries_allocated) + 64;
-	scan->cands = palloc_extended(sizeof(EvictCandidate) * size,
+	/* never more than there can be entries */
+	keep = Min(keep, (int) pg_atomic_read_u32(&kind->shared->entries_allocated) +
+			   64);
+	scan->keep = Max(keep, 1);
+	scan->cands = palloc_extended(sizeof(EvictCandidate) * scan->keep,
 								  MCXT_ALLOC_HUGE);
-	scan->keys = palloc_extended(ksz * size, MCXT_ALLOC_HUGE);
+	scan->keys = palloc_extended(ksz * scan->keep, MCXT_ALLOC_HUGE);
 	scan->ncand = 0;
 	scan->npinned = 0;
 
@@ -176,7 +265,7 @@ scan_candidates(PgssNgKind *kind, EvictScan *scan)
 	{
 		PgssNgHashEntry *tail = HASH_TAIL(kind, he);
 		PgssNgSharedEntry *shared = dsa_get_address(kind->area, tail->body);
-		EvictCandidate *c;
+		EvictCandidate c;
 
 		/* referenced: some backend is counting into it right now */
 		if (pg_atomic_read_u32(&shared->refcount) > 1)
@@ -185,19 +274,9 @@ scan_candidates(PgssNgKind *kind, EvictScan *scan)
 			continue;
 		}
 
-		if (scan->ncand == size)
-		{
-			size *= 2;
-			scan->cands = repalloc_huge(scan->cands,
-										sizeof(EvictCandidate) * size);
-			scan->keys = repalloc_huge(scan->keys, ksz * size);
-		}
-		c = &scan->cands[scan->ncand];
-		c->value = kind_decayed_usage(shared->usage, shared->usage_time, now);
-		c->generation = tail->generation;
-		c->keyno = scan->ncand;
-		memcpy(scan->keys + ksz * scan->ncand, he, ksz);
-		scan->ncand++;
+		c.value = kind_decayed_usage(shared->usage, shared->usage_time, now);
+		c.generation = tail->generation;
+		heap_offer(scan, &c, he, ksz);
 	}
 	dshash_seq_term(&status);
 }
@@ -226,9 +305,12 @@ needs_room(PgssNgKind *kind)
  * Serialized by <name>_dealloc, taken without waiting: if another backend
  * is evicting, return at once (the backstop bounds what is allocated
  * meanwhile).  The scan (scan_candidates) holds one partition lock at a
- * time, shared; the sort runs with no lock but <name>_dealloc; victims
- * are then removed one by one (drop_victim).  Each eviction counts in
- * dealloc.
+ * time, shared, and keeps the least valuable entries, a quarter more
+ * than wanted (a victim may be gone or in use by the time it is
+ * removed; if more than that are, this round evicts fewer and a later
+ * one the rest); their sort runs with no lock but <name>_dealloc;
+ * victims are then removed one by one (drop_victim).  Each eviction
+ * counts in dealloc.
  * Memory: a temporary context under CurrentMemoryContext, deleted before
  * returning.  Errors: out of memory (caller's guard releases the locks).
  */
@@ -277,7 +359,8 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	MemoryContextSetIdentifier(cxt, kind->info->name);
 	oldcxt = MemoryContextSwitchTo(cxt);
 
-	scan_candidates(kind, &scan);
+	/* a quarter more than wanted: some may be gone or in use by then */
+	scan_candidates(kind, &scan, nwant + nwant / 4 + 16);
 	qsort(scan.cands, scan.ncand, sizeof(EvictCandidate), candidate_cmp);
 
 	/*
