@@ -374,8 +374,16 @@ create_body(PgssNgKind *kind, const CreateArgs *ca,
 	}
 	tail->body = body;
 	tail->generation = shared->generation;
-	dshash_release_lock(kind->hash, he);
+
+	/*
+	 * Count the entry before its partition lock is released: from then on
+	 * a reset or an eviction may remove it and count it out
+	 * (kind_forget_body), and entries_live must never go below the
+	 * entries in the hash (it is unsigned: a reset of every entry would
+	 * wrap it round to 2^32 - 1).
+	 */
 	pg_atomic_fetch_add_u32(&ks->entries_live, 1);
+	dshash_release_lock(kind->hash, he);
 
 	*body_out = body;
 	*shared_out = shared;

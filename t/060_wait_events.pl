@@ -28,6 +28,11 @@
 # while B makes, publishes and counts into the entry of the same
 # statement; A then finds B's entry, gives its own body back and counts
 # into B's (calls 2, no body or text left over).
+# And a publication racing a reset: A is stopped in create_body just after
+# the dshash_release_lock that publishes its new entry (gdb's finish out of
+# that call); B's pgss_ng_reset() then removes the entry and counts it out
+# of entries_live, which must already count it: pgss_ng_info shows 0
+# entries, not a count wrapped round below zero (4294967295).
 # Needs gdb and permission to ptrace a backend: the whole file is skipped
 # otherwise.
 use strict;
@@ -398,6 +403,43 @@ sub gdb_break_a
 			  FROM pgss_ng_info}),
 		't',
 		'race: A\'s own body and text were given back');
+}
+
+# --- a new entry published while a reset runs -------------------------------------
+
+{
+	my ($g, $am);
+  SCENARIO:
+	{
+		$g = gdb_break_a('publish', 'insert_one') or last SCENARIO;
+
+		# A statement without constants: its entry is made when it ends.
+		$am = send_async($sess_a, 'SELECT x, x FROM t1;');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'insert_one'),
+			'publish: A stopped in insert_one');
+		# The next dshash_release_lock releases the partition lock under
+		# which A published its entry; let it return.
+		gdb_send($g, 'delete', 'tbreak dshash_release_lock', 'continue');
+		last SCENARIO
+		  unless ok(stopped_in($g, 'dshash_release_lock'),
+			'publish: A stopped in dshash_release_lock');
+		like(gdb_bt($g), qr/#1 .*(?:create_body|lookup_or_create)/,
+			'publish: called by create_body');
+		gdb_send($g, 'finish');
+		last SCENARIO
+		  unless ok(defined gdb_wait($g, qr/Run till exit.*\n.*\(/),
+			'publish: A returned from dshash_release_lock');
+
+		# B (untracked) removes every entry, A's new one included.
+		is($sess_b->query_safe('SELECT pgss_ng_reset() IS NOT NULL'),
+			't', 'publish: B reset while A is stopped');
+		is($obs->query_safe('SELECT entries FROM pgss_ng_info'),
+			'0', 'publish: no entries after the reset, none counted twice');
+	}
+	finish_scenario('publish', $g, $am, '', undef, undef);
+	is($obs->query_safe('SELECT entries FROM pgss_ng_info'),
+		'0', 'publish: still no entries once A finished');
 }
 
 # --- pgss_ng_dealloc -----------------------------------------------------------------
