@@ -12,9 +12,8 @@
  *			   callback (before anyone can see it), then published in the
  *			   dshash under its partition lock, which settles two backends
  *			   creating the same key; the hash owns one reference.  No
- *			   global lock, unless live entries are more than an
- *			   eviction batch past max: then creations take turns under
- *			   <name>_alloc (lookup_or_create).
+ *			   global lock below max; at or past max, creations take
+ *			   turns under <name>_alloc (lookup_or_create).
  *	  pending  a backend that counts something for the entry finds it under
  *			   the partition lock, takes a reference and keeps a pending
  *			   entry (key, body, kind's pending data) in its local hash.
@@ -297,8 +296,8 @@ typedef struct CreateArgs
  * under the key's partition lock, settles two backends creating the same
  * key at once: the loser finds the winner's element there, takes its
  * reference (still under that lock) and gives its own body back
- * (PGSS_NG_EXISTS).  The caller may hold <name>_alloc (far past max,
- * see lookup_or_create) and nothing else of this layer.  Returns
+ * (PGSS_NG_EXISTS).  The caller may hold <name>_alloc (past max, see
+ * lookup_or_create) and nothing else of this layer.  Returns
  * PGSS_NG_FULL at the backstop, PGSS_NG_OUT_OF_MEMORY when shared memory
  * ran out or the allocation back-off lasts (every LWLock of the backend
  * is then released if the dshash insert failed: see insert_guarded).
@@ -403,17 +402,13 @@ create_body(PgssNgKind *kind, const CreateArgs *ca,
  * new entry's data, e.g. its text, finds room).  The callers evict again
  * after a creation.
  *
- * Creation takes no lock of its own (create_body) unless eviction is
- * falling behind: a creation that finds live entries more than one
- * eviction batch (kind_evict_batch) past max, because another backend's
- * eviction is running (or entries it cannot evict are referenced) while
- * a batch of new entries was made, takes <name>_alloc exclusively, looks
- * again (created while it waited?) and creates under it.  Such creations
- * take turns instead of all allocating and storing data at once, which
- * would only make the next eviction longer.  In a steady churn at max,
- * live entries stay within a batch of max (each creation past max is
- * followed by an eviction down to max minus a batch), so no creation
- * waits.  The backstop is exact either way (admit_body).
+ * Below max, creation takes no lock of its own (create_body).  A creation
+ * that finds live entries at or past max is the one eviction must answer:
+ * it takes <name>_alloc exclusively, looks again (created while it
+ * waited?) and creates under it, so that creations past max, while an
+ * eviction is due or running in another backend, take turns instead of
+ * all allocating and storing data at once.  The backstop is exact either
+ * way (admit_body).
  * Errors: none raised by this layer; an ERROR from eviction, init or dsa
  * mapping propagates (locks released by the caller's guard).
  */
@@ -438,7 +433,7 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	ca.usage = usage;
 
 	if (pg_atomic_read_u32(&kind->shared->entries_live) <
-		(uint32) kind->max_entries + (uint32) kind_evict_batch(kind))
+		(uint32) kind->max_entries)
 		return create_body(kind, &ca, body_out, shared_out);
 
 	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);

@@ -34,9 +34,9 @@
  *		allocated bodies (exact), and the dshash insert under the key's
  *		partition lock settles two backends creating the same key.
  *	  - <name>_alloc (a named LWLock) serializes only the creations that
- *		find live entries more than an eviction batch past max (eviction
- *		is falling behind); it is held while such a body is allocated,
- *		initialized and published, never during a flush.
+ *		find live entries at or past max (an eviction is due or running);
+ *		it is held while such a body is allocated, initialized and
+ *		published, never during a flush.
  *	  - <name>_dealloc serializes removals (eviction, reset): see
  *		kind_evict.c.  Flushes never wait for it.
  *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
@@ -157,7 +157,7 @@ typedef struct PgssNgKindInfo
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
  * query text).  Called before the entry becomes visible, with no lock of
- * this layer held but possibly <name>_alloc (a creation far past max); it
+ * this layer held but possibly <name>_alloc (a creation past max); it
  * should not raise an ERROR, but if it does the body is given back
  * (create_body).  Returns false if something could not be stored (the
  * entry is created all the same).

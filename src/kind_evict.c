@@ -64,18 +64,6 @@ kind_decayed_usage(double usage, TimestampTz t, TimestampTz now)
 }
 
 /*
- * kind_evict_batch
- *		Entries one eviction frees below max: PGSS_NG_EVICT_PERCENT percent
- *		of max, at least 1.
- */
-int
-kind_evict_batch(PgssNgKind *kind)
-{
-	return Max(1, (int) ((int64) kind->max_entries *
-						 PGSS_NG_EVICT_PERCENT / 100));
-}
-
-/*
  * kind_backstop
  *		Most bodies (live + dropped, not yet freed) that may exist at once:
  *		max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA).
@@ -351,7 +339,7 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	if (!LWLockConditionalAcquire(kind->dealloc_lock, LW_EXCLUSIVE))
 		return;
 
-	batch = kind_evict_batch(kind);
+	batch = Max(1, (int) ((int64) max * PGSS_NG_EVICT_PERCENT / 100));
 	if (for_room)
 	{
 		/* at most a batch of the live entries, until there is room */

@@ -137,7 +137,6 @@ extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
 /* kind_evict.c */
 extern double kind_decayed_usage(double usage, TimestampTz t,
 								 TimestampTz now);
-extern int	kind_evict_batch(PgssNgKind *kind);
 extern int	kind_backstop(PgssNgKind *kind);
 
 /* kind_guard.c */

@@ -31,8 +31,8 @@
  * Owns: the frame stack and the notes (backend-local, static).
  *
  * Locking: none while noting.  Merging takes what pgss_ng_stmt_pending()
- * takes (partition lock, alloc lock for a creation far past max) and the
- * info spinlock, under pgss_ng_kind_guard().
+ * takes (partition lock, alloc lock for a creation past max) and the info
+ * spinlock, under pgss_ng_kind_guard().
  *
  *-------------------------------------------------------------------------
  */

@@ -271,7 +271,7 @@ pgss_ng_stmt_count_dropped(int64 n)
  *		normalized one, or the statement's own part of its source string)
  *		and its timestamps.  Runs before the entry is published, with no
  *		lock of the kind layer held, or under its alloc lock for a creation
- *		far past max (see kind.h).  A text that cannot be stored leaves the
+ *		past max (see kind.h).  A text that cannot be stored leaves the
  *		entry with query NULL.  Errors: only an out-of-memory ERROR from the
  *		text arena's dedup hash.
  */

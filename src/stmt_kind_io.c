@@ -450,7 +450,7 @@ pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
  *		saved; changed now (stamped again once published: see
  *		pgss_ng_stmt_from_serialized).  Runs before the entry is published,
  *		with no lock of the kind layer held, or under its alloc lock for a
- *		creation far past max; never raises an ERROR.
+ *		creation past max; never raises an ERROR.
  */
 static bool
 stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)

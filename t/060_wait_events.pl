@@ -19,11 +19,10 @@
 #                   entries); B runs pgss_ng_reset(), which waits for a
 #                   running eviction.
 #   pgss_ng_alloc   pgss_ng_qtext_store, called by the init callback of a
-#                   new entry that B makes while live entries are more
-#                   than an eviction batch past max (A is stopped in its
-#                   eviction, holding pgss_ng_dealloc: nobody can evict);
-#                   such a creation runs under the alloc lock (otherwise
-#                   creation takes no global lock); C makes another one.
+#                   new entry made with exactly max (100) live entries:
+#                   such a creation runs under the alloc lock (below max
+#                   creation takes no global lock); B makes another new
+#                   entry while the table is still at max.
 # And the race that creation without a global lock must settle: A is
 # stopped in insert_one (about to insert its new entry into the hash)
 # while B makes, publishes and counts into the entry of the same
@@ -312,18 +311,16 @@ sub library_ok
 # From here on B is not tracked: its pgss_ng_reset() needs no entry.
 $sess_b->query_safe('SET pgss_ng.track = none');
 
-# Attach gdb to A (or to the backend $pid, called $who) with a breakpoint
-# on $func, for scenario $name; undef (with a failed test) if the library
-# was replaced or gdb did not attach.
+# Attach gdb to A with a breakpoint on $func, for scenario $name; undef
+# (with a failed test) if the library was replaced or gdb did not attach.
 sub gdb_break_a
 {
-	my ($name, $func, $pid, $who) = @_;
-	($pid, $who) = ($apid, 'A') unless defined $pid;
+	my ($name, $func) = @_;
 	return undef unless library_ok($name);
-	my $g = gdb_start($pid);
+	my $g = gdb_start($apid);
 	gdb_send($g, "break $func", 'continue');
 	return $g
-	  if ok(defined gdb_wait($g, qr/Continuing\./), "$name: gdb attached to $who");
+	  if ok(defined gdb_wait($g, qr/Continuing\./), "$name: gdb attached to A");
 	gdb_release($g);
 	return undef;
 }
@@ -502,89 +499,61 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 
 # --- pgss_ng_alloc -------------------------------------------------------------------
 
-# Creation waits on pgss_ng_alloc only when eviction falls behind: live
-# entries more than one eviction batch (5% of max: 5) past max.  A makes
-# the 101st entry and is stopped in its eviction (candidate_cmp, holding
-# pgss_ng_dealloc), so nobody else can evict; B makes entries up to 105,
-# then one more, and is stopped in its init callback (pgss_ng_qtext_store)
-# holding pgss_ng_alloc; C then makes a new entry and must wait on it.
-
-# A third tracked session; its own statements' entries come before the
-# count below.
-my $sess_c = $node->background_psql('postgres');
-my $cpid = $sess_c->query_safe('SELECT pg_backend_pid()');
-$sess_c->set_query_timer_restart;
-
-# max is 100 now (the dealloc part).  B is tracked again; A, B and C must
-# have read the new max.
+# max is 100 now (the dealloc part).  B is tracked again; both A and B
+# must have read the new max.
 $sess_b->query_safe('SET pgss_ng.track = top');
-for my $s ($sess_a, $sess_b, $sess_c)
+for my $s ($sess_a, $sess_b)
 {
 	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 	usleep(50_000)
 	  while $s->query_safe('SHOW pgss_ng.max') ne '100' && time() < $deadline;
 }
-is($sess_c->query_safe('SHOW pgss_ng.max'), '100', 'alloc: max is 100');
+is($sess_b->query_safe('SHOW pgss_ng.max'), '100', 'alloc: max is 100');
 
-# New statements "SELECT cI, cJ FROM w", one entry each, run by session $s
-# until the observer counts $n live entries (no eviction happens on the
-# way: at most max, or the dealloc lock is held).
-my ($wi, $wj) = (1, 1);
-sub fill_to
+# Exactly max live entries: A runs new statements (one entry each, no
+# eviction at or below max) until the observer counts 100.
 {
-	my ($s, $n) = @_;
-	for (1 .. 200)
+	my $n = 0;
+	my ($i, $j) = (1, 1);
+	while ($obs->query_safe('SELECT entries FROM pgss_ng_info') < 100 && $n < 200)
 	{
-		last if $obs->query_safe('SELECT entries FROM pgss_ng_info') >= $n;
-		$s->query_safe("SELECT c$wi, c$wj FROM w");
-		($wi, $wj) = $wj == 13 ? ($wi + 1, 1) : ($wi, $wj + 1);
+		$sess_a->query_safe("SELECT c$i, c$j FROM w");
+		($i, $j) = $j == 13 ? ($i + 1, 1) : ($i, $j + 1);
+		$n++;
 	}
-	return $obs->query_safe('SELECT entries FROM pgss_ng_info');
+	is($obs->query_safe('SELECT entries FROM pgss_ng_info'), '100',
+		'alloc: exactly 100 live entries');
 }
-is(fill_to($sess_a, 100), '100', 'alloc: exactly 100 live entries');
 
 {
-	my ($ga, $gb, $am, $bm, $cm);
+	my ($g, $am, $bm);
   SCENARIO:
 	{
-		$ga = gdb_break_a('alloc', 'candidate_cmp') or last SCENARIO;
-		# A's 101st entry: A evicts, and stops holding pgss_ng_dealloc.
+		$g = gdb_break_a('alloc', 'pgss_ng_qtext_store') or last SCENARIO;
+
+		# A and B each run a statement never seen before: its entry is made.
 		$am = send_async($sess_a, 'SELECT x FROM t1;');
 		last SCENARIO
-		  unless ok(stopped_in($ga, 'candidate_cmp'),
-			'alloc: A stopped in candidate_cmp (evicting)');
-
-		# B: up to one batch past max, without waiting (nobody can evict).
-		is(fill_to($sess_b, 105), '105', 'alloc: B made entries up to 105');
-
-		# B's next new entry is made under pgss_ng_alloc.
-		$gb = gdb_break_a('alloc', 'pgss_ng_qtext_store', $bpid, 'B')
-		  or last SCENARIO;
-		$bm = send_async($sess_b, 'SELECT x FROM t2;');
-		last SCENARIO
-		  unless ok(stopped_in($gb, 'pgss_ng_qtext_store'),
-			'alloc: B stopped in pgss_ng_qtext_store');
-		like(gdb_bt($gb), qr/stmt_init.*lookup_or_create/s,
+		  unless ok(stopped_in($g, 'pgss_ng_qtext_store'),
+			'alloc: A stopped in pgss_ng_qtext_store');
+		like(gdb_bt($g), qr/stmt_init.*lookup_or_create/s,
 			'alloc: called by the init callback in lookup_or_create');
 
-		$cm = send_async($sess_c, 'SELECT x, x FROM t2;');
-		is(wait_for_lwlock($cpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
-			'alloc: C waits on LWLock pgss_ng_alloc');
+		$bm = send_async($sess_b, 'SELECT x FROM t2;');
+		is(wait_for_lwlock($bpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
+			'alloc: B waits on LWLock pgss_ng_alloc');
 	}
-	gdb_release($gb) if defined $gb;
-	is(wait_async($sess_c, $cm), '', 'alloc: C finished') if defined $cm;
-	is($sess_c->{stderr}, '', 'alloc: no error in C');
-	finish_scenario('alloc', $ga, $am, '', $bm, '');
+	finish_scenario('alloc', $g, $am, '', $bm, '');
 
 	is( $obs->query_safe(
 			q{SELECT string_agg(query || ' ' || calls, ', ' ORDER BY query)
-			  FROM pgss_ng
-			  WHERE query IN ('SELECT x FROM t1', 'SELECT x FROM t2',
-							  'SELECT x, x FROM t2')}),
-		'SELECT x FROM t1 1, SELECT x FROM t2 1, SELECT x, x FROM t2 1',
-		'alloc: the three statements recorded once each');
+			  FROM pgss_ng WHERE query IN ('SELECT x FROM t1', 'SELECT x FROM t2')}),
+		'SELECT x FROM t1 1, SELECT x FROM t2 1',
+		'alloc: both statements recorded once');
+	# A's creation took the table past max; its eviction brought it back.
+	cmp_ok($obs->query_safe('SELECT entries FROM pgss_ng_info'), '<=', 100,
+		'alloc: at most max entries afterwards');
 }
-$sess_c->quit;
 
 for my $s ($sess_a, $sess_b, $obs)
 {
