@@ -35,6 +35,7 @@
 
 #include <math.h>
 
+#include "lib/binaryheap.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -140,7 +141,7 @@ candidate_order(const EvictCandidate *a, const EvictCandidate *b)
  * candidate_cmp
  *		qsort comparator of the kept candidates (candidate_order).  Called
  *		only by the sort after the scan, with no partition lock held (the
- *		scan's heap uses candidate_order directly).
+ *		scan's heap has its own comparator, candidate_heap_cmp).
  */
 static int
 candidate_cmp(const void *a, const void *b)
@@ -150,97 +151,75 @@ candidate_cmp(const void *a, const void *b)
 }
 
 /*
+ * candidate_heap_cmp
+ *		binaryheap comparator of the scan's heap, whose nodes point to
+ *		candidates: the most valuable candidate kept is the heap's first.
+ */
+static int
+candidate_heap_cmp(Datum a, Datum b, void *arg)
+{
+	return candidate_order((const EvictCandidate *) DatumGetPointer(a),
+						   (const EvictCandidate *) DatumGetPointer(b));
+}
+
+/*
  * What the victim scan of pgss_ng_kind_evict collects: the "keep" least
- * valuable unreferenced entries seen, as a binary max-heap on
- * candidate_order (the root is the most valuable of them, the first to be
- * replaced), with their keys (slot keyno of keys belongs to the candidate
- * that has that keyno).
+ * valuable unreferenced entries seen.  Candidate i is cands[i] and its key
+ * is at keys + i * key_size (keyno = i); heap holds pointers to the used
+ * candidates, the most valuable first (the first to be replaced by a less
+ * valuable one).
  */
 typedef struct EvictScan
 {
-	EvictCandidate *cands;		/* heap of ncand candidates */
+	EvictCandidate *cands;		/* keep slots, ncand of them used */
 	char	   *keys;			/* keep keys, key_size bytes each */
+	binaryheap *heap;			/* the used slots */
 	int			keep;			/* capacity */
 	int			ncand;
 	int			npinned;		/* entries skipped: referenced */
 } EvictScan;
 
 /*
- * heap_sift_down
- *		Restore the max-heap order of scan->cands below position i.
+ * scan_offer
+ *		Offer candidate c, whose key is key, to the scan: kept while there
+ *		is room, otherwise in place of the most valuable candidate kept if
+ *		it is less valuable (and dropped if not).
  */
 static void
-heap_sift_down(EvictScan *scan, int i)
+scan_offer(EvictScan *scan, const EvictCandidate *c, const void *key,
+		   Size ksz)
 {
-	EvictCandidate *h = scan->cands;
-	int			n = scan->ncand;
-
-	for (;;)
-	{
-		int			l = 2 * i + 1;
-		int			top = i;
-		EvictCandidate tmp;
-
-		if (l < n && candidate_order(&h[l], &h[top]) > 0)
-			top = l;
-		if (l + 1 < n && candidate_order(&h[l + 1], &h[top]) > 0)
-			top = l + 1;
-		if (top == i)
-			return;
-		tmp = h[i];
-		h[i] = h[top];
-		h[top] = tmp;
-		i = top;
-	}
-}
-
-/*
- * heap_offer
- *		Offer candidate c, whose key is key, to the scan's heap: added while
- *		there is room, otherwise it replaces the root if it is less
- *		valuable (and is dropped if not).
- */
-static void
-heap_offer(EvictScan *scan, EvictCandidate *c, const void *key, Size ksz)
-{
-	EvictCandidate *h = scan->cands;
-	int			i;
+	EvictCandidate *slot;
 
 	if (scan->ncand < scan->keep)
 	{
-		c->keyno = scan->ncand;
-		i = scan->ncand++;
-		h[i] = *c;
-		while (i > 0 && candidate_order(&h[(i - 1) / 2], &h[i]) < 0)
-		{
-			EvictCandidate tmp = h[i];
-
-			h[i] = h[(i - 1) / 2];
-			h[(i - 1) / 2] = tmp;
-			i = (i - 1) / 2;
-		}
-	}
-	else if (candidate_order(c, &h[0]) < 0)
-	{
-		c->keyno = h[0].keyno;
-		h[0] = *c;
-		heap_sift_down(scan, 0);
+		slot = &scan->cands[scan->ncand];
+		*slot = *c;
+		slot->keyno = scan->ncand++;
+		binaryheap_add(scan->heap, PointerGetDatum(slot));
 	}
 	else
-		return;
-	memcpy(scan->keys + ksz * c->keyno, key, ksz);
+	{
+		slot = (EvictCandidate *) DatumGetPointer(binaryheap_first(scan->heap));
+		if (candidate_order(c, slot) >= 0)
+			return;
+		*slot = *c;
+		slot->keyno = slot - scan->cands;
+		binaryheap_replace_first(scan->heap, PointerGetDatum(slot));
+	}
+	memcpy(scan->keys + ksz * slot->keyno, key, ksz);
 }
 
 /*
  * scan_candidates
  *		Keep (key, generation, decayed usage) of the keep least valuable
- *		entries nobody holds a reference to in scan (a bounded heap: one
- *		eviction wants a batch of a few percent of the entries, so a full
- *		sort of all of them is not needed), and count the referenced ones.
- *		Holds each partition lock shared only while reading it and no entry
- *		lock (usage is read unlocked: a heuristic may read a value a flush
- *		is updating).  Memory: CurrentMemoryContext.  Errors: out of
- *		memory.
+ *		entries nobody holds a reference to in scan (a bounded heap,
+ *		PostgreSQL's binaryheap: one eviction wants a batch of a few
+ *		percent of the entries, so a full sort of all of them is not
+ *		needed), and count the referenced ones.  Holds each partition lock
+ *		shared only while reading it and no entry lock (usage is read
+ *		unlocked: a heuristic may read a value a flush is updating).
+ *		Memory: CurrentMemoryContext.  Errors: out of memory.
  */
 static void
 scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
@@ -257,6 +236,7 @@ scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
 	scan->cands = palloc_extended(sizeof(EvictCandidate) * scan->keep,
 								  MCXT_ALLOC_HUGE);
 	scan->keys = palloc_extended(ksz * scan->keep, MCXT_ALLOC_HUGE);
+	scan->heap = binaryheap_allocate(scan->keep, candidate_heap_cmp, NULL);
 	scan->ncand = 0;
 	scan->npinned = 0;
 
@@ -276,7 +256,7 @@ scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
 
 		c.value = kind_decayed_usage(shared->usage, shared->usage_time, now);
 		c.generation = tail->generation;
-		heap_offer(scan, &c, he, ksz);
+		scan_offer(scan, &c, he, ksz);
 	}
 	dshash_seq_term(&status);
 }
