@@ -342,8 +342,8 @@ create_body(PgssNgKind *kind, const CreateArgs *ca,
 	{
 		/*
 		 * Not published: give the body back.  Release the alloc lock (if
-		 * held) and whatever init held first, as free_cb needs them (or, under a
-		 * caller's LWLock, re-throw and leave the body: see
+		 * held) and whatever init held first, as free_cb needs them (or,
+		 * under a caller's LWLock, re-throw and leave the body: see
 		 * kind_release_locks_or_rethrow).
 		 */
 		kind_release_locks_or_rethrow();

@@ -200,7 +200,8 @@ scan_offer(EvictScan *scan, const EvictCandidate *c, const void *key,
 	}
 	else
 	{
-		slot = (EvictCandidate *) DatumGetPointer(binaryheap_first(scan->heap));
+		slot = (EvictCandidate *)
+			DatumGetPointer(binaryheap_first(scan->heap));
 		if (candidate_order(c, slot) >= 0)
 			return;
 		*slot = *c;
@@ -230,8 +231,8 @@ scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
 	TimestampTz now = GetCurrentTimestamp();
 
 	/* never more than there can be entries */
-	keep = Min(keep, (int) pg_atomic_read_u32(&kind->shared->entries_allocated) +
-			   64);
+	keep = Min(keep,
+			   (int) pg_atomic_read_u32(&kind->shared->entries_allocated) + 64);
 	scan->keep = Max(keep, 1);
 	scan->cands = palloc_extended(sizeof(EvictCandidate) * scan->keep,
 								  MCXT_ALLOC_HUGE);
