@@ -685,12 +685,17 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
  * execution (frame of stmt_errors.c) before the ERROR is re-thrown.
  *
  * Like pg_stat_statements, a tracked utility statement's queryId is set
- * to zero, so a cached PlannedStmt that is executed again is not counted
- * again (pg_stat_statements' behaviour, which we keep for equal counts).
- * Unlike it, we clear it only *after* the statement ran (or failed): a
- * pg_stat_statements loaded before us in shared_preload_libraries (so
- * called from inside this hook) still sees the real queryId, and both
+ * to zero before the statement runs, so that a cached PlannedStmt that is
+ * executed again is not counted again (pg_stat_statements' behaviour,
+ * which we keep for equal counts).  The next hook gets a copy of the
+ * PlannedStmt (on our stack) that carries the queryId it had, so that
+ * a pg_stat_statements loaded before us in shared_preload_libraries (and
+ * so called from inside this hook) records the statement too, and both
  * extensions can be compared in one server.
+ *
+ * Nothing reached through pstmt is read or written after the call: a
+ * COMMIT or ROLLBACK inside a procedure (CALL) can release the cached plan
+ * that holds it.  What is needed afterwards is saved before.
  */
 static void
 pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -702,6 +707,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	uint64		saved_queryId = pstmt->queryId;
 	int			saved_stmt_location = pstmt->stmt_location;
 	int			saved_stmt_len = pstmt->stmt_len;
+	PlannedStmt next_pstmt = *pstmt;	/* what the next hook gets */
 	bool		tracked;
 	uint64		rows;
 	UsageMeasure m;
@@ -710,6 +716,9 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
 
+	if (tracked)
+		pstmt->queryId = UINT64CONST(0);
+
 	if (!tracked || !pgss_ng_handled_utility(parsetree))
 	{
 		if (pgss_ng_bumps_level_untimed(parsetree))
@@ -717,7 +726,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			exec_nested_level++;
 			PG_TRY();
 			{
-				next_ProcessUtility(pstmt, queryString, readOnlyTree,
+				next_ProcessUtility(&next_pstmt, queryString, readOnlyTree,
 									context, params, queryEnv, dest, qc);
 			}
 			PG_FINALLY();
@@ -727,10 +736,8 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			PG_END_TRY();
 		}
 		else
-			next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		if (tracked)
-			pstmt->queryId = UINT64CONST(0);
+			next_ProcessUtility(&next_pstmt, queryString, readOnlyTree,
+								context, params, queryEnv, dest, qc);
 		/* e.g. a DO block not recorded itself, whose statements were */
 		if (exec_nested_level == 0)
 			pgss_ng_flush(false);
@@ -745,20 +752,18 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	exec_nested_level++;
 	PG_TRY();
 	{
-		next_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+		next_ProcessUtility(&next_pstmt, queryString, readOnlyTree, context,
 							params, queryEnv, dest, qc);
 	}
 	PG_CATCH();
 	{
 		exec_nested_level--;
-		pstmt->queryId = UINT64CONST(0);
 		if (frame >= 0)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	exec_nested_level--;
-	pstmt->queryId = UINT64CONST(0);
 	if (frame >= 0)
 		pgss_ng_stmt_end(frame);
 
