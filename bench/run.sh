@@ -15,67 +15,88 @@
 #                                       # top wait events per client count
 #   bash bench/run.sh --smoke           # a few seconds (used by t/090)
 #
-# Other options (rounds, duration, clients, --pgbench-scale, workloads,
-# --out-dir, --update-docs, ...): bash bench/run.sh --help.
+# Two steps: bench/pgss_bench_run.pl measures and writes the raw results
+# (JSON), then bench/pgss_bench_report.pl writes the results files
+# (<stamp>-<mode>.md, .json, .png) into bench/results, or --out-dir DIR,
+# named --name STEM if given.  Nothing else is written.  Other options
+# (rounds, duration, clients, --pgbench-scale, workloads, --ng-setting,
+# --keep, ...): bash bench/run.sh --help.
+#
+# The PostgreSQL measured is --pg MAJOR's as scripts/pg-versions.sh finds
+# it (PGSS_NG_PG_CONFIG_NN overrides), else the bin directory
+# $PGSS_BENCH_PGBIN, else 15's; pgss_ng must be installed into it
+# (PGSS_NG_PG=MAJOR bash scripts/build.sh).
 #
 # As root, the measurements run as "postgres" in a temporary directory and
 # the report is written as root.  As any other user, everything runs as that
-# user (no user switch); the output directory must then be writable
-# (default bench/results, or --out-dir DIR).
+# user (no user switch); the output directory must then be writable.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$HERE")
-PGBIN=${PGSS_BENCH_PGBIN:-/usr/lib/postgresql/15/bin}
-
-# --pg MAJOR (taken out here; the other options are pgss_bench.pl's): the
-# installation of that PostgreSQL version, which must have pgss_ng
-# installed (PGSS_NG_PG=MAJOR bash scripts/build.sh).
+OUT=$REPO/bench/results
+pg=
+keep=
+report_args=()
 args=()
+# --pg, --out-dir and --name are taken out here; the others are
+# pgss_bench_run.pl's.
 while [ $# -gt 0 ]; do
     case $1 in
-        -h | --help) exec perl "$HERE/pgss_bench.pl" --help ;;
-        --pg | --pg=*)
-            if [ "$1" = --pg ]; then
-                [ $# -ge 2 ] || { echo "run.sh: --pg needs a version" >&2; exit 2; }
-                v=$2; shift
-            else
-                v=${1#--pg=}
-            fi
-            # shellcheck source=../scripts/pg-versions.sh
-            . "$REPO/scripts/pg-versions.sh"
-            pgc=$(pgss_ng_pg_config "$v") || exit 2
-            PGBIN=$("$pgc" --bindir) || { echo "run.sh: PostgreSQL $v: $pgc not found (bash scripts/install-deps.sh)" >&2; exit 2; }
-            export PGSS_BENCH_PGBIN=$PGBIN
+        -h | --help)
+            perl "$HERE/pgss_bench_run.pl" --help
+            exit 0
             ;;
+        --pg | --out-dir | --name)
+            [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
+            set -- "$1=$2" "${@:3}"
+            continue
+            ;;
+        --pg=*) pg=${1#--pg=} ;;
+        --out-dir=*) OUT=${1#--out-dir=} ;;
+        --name=*) report_args+=(--name "${1#--name=}") ;;
+        --keep) keep=1; args+=("$1") ;;
         *) args+=("$1") ;;
     esac
     shift
 done
 set -- ${args[@]+"${args[@]}"}
 
+if [ -z "$pg" ] && [ -n "${PGSS_BENCH_PGBIN:-}" ]; then
+    PGBIN=$PGSS_BENCH_PGBIN
+else
+    # shellcheck source=../scripts/pg-versions.sh
+    . "$REPO/scripts/pg-versions.sh"
+    pg=${pg:-15}
+    pgc=$(pgss_ng_pg_config "$pg") || exit 2
+    PGBIN=$("$pgc" --bindir) || { echo "run.sh: PostgreSQL $pg: $pgc not found (bash scripts/install-deps.sh)" >&2; exit 2; }
+fi
+
+mkdir -p "$OUT"
+[ -w "$OUT" ] || { echo "run.sh: output directory $OUT is not writable (use --out-dir)" >&2; exit 2; }
+
 # Read-only: the commit the tree is at (the build measured is the installed
 # one; its checksum is in the report too).
 COMMIT=$(git -c safe.directory='*' -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-if [ "$(id -u)" -ne 0 ]; then
-    exec perl "$HERE/pgss_bench.pl" --commit "$COMMIT" --repo "$REPO" "$@"
-fi
-
-# ---- root: run the measurements as postgres
-if ! id postgres >/dev/null 2>&1; then
-    echo "run.sh: there is no 'postgres' user to run the server as" >&2
-    exit 1
-fi
 WORK=$(mktemp -d /tmp/pgss_ng_bench.XXXXXX)
+if [ "$(id -u)" -eq 0 ]; then
+    if ! id postgres >/dev/null 2>&1; then
+        echo "run.sh: there is no 'postgres' user to run the server as" >&2
+        exit 1
+    fi
+    as_runner() { runuser -u postgres -- "$@"; }
+else
+    as_runner() { "$@"; }
+fi
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM HUP
     if [ -f "$WORK/run/data/postmaster.pid" ]; then
-        runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/run/data" -m immediate -w stop \
+        as_runner "$PGBIN/pg_ctl" -D "$WORK/run/data" -m immediate -w stop \
             >/dev/null 2>&1 || true
     fi
-    rm -rf "$WORK"
+    if [ -n "$keep" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
     exit "$rc"
 }
 trap cleanup EXIT
@@ -83,9 +104,11 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
+# The run step reads its scripts from the work directory, which the user
+# it runs as can read (as root: postgres, who may not read this tree).
 mkdir "$WORK/bench"
-cp "$HERE/pgss_bench.pl" "$WORK/bench/"
-chown -R postgres:postgres "$WORK"
+cp "$HERE/pgss_bench_run.pl" "$HERE/PgssBench.pm" "$WORK/bench/"
+[ "$(id -u)" -ne 0 ] || chown -R postgres:postgres "$WORK"
 
 unset_pg=()
 for v in $(compgen -e); do
@@ -93,13 +116,14 @@ for v in $(compgen -e); do
 done
 
 rc=0
-(cd "$WORK" && runuser -u postgres -- env "${unset_pg[@]}" HOME="$WORK" \
+(cd "$WORK" && as_runner env "${unset_pg[@]}" HOME="$WORK" \
     PGSS_BENCH_PGBIN="$PGBIN" PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" \
-    perl "$WORK/bench/pgss_bench.pl" --phase run --workdir "$WORK" \
+    perl "$WORK/bench/pgss_bench_run.pl" --workdir "$WORK" \
     --json-out "$WORK/result.json" --commit "$COMMIT" "$@") || rc=$?
 
 if [ -s "$WORK/result.json" ]; then
-    perl "$HERE/pgss_bench.pl" --phase report --json-in "$WORK/result.json" \
-        --repo "$REPO" "$@" || { r=$?; [ "$rc" -ne 0 ] || rc=$r; }
+    perl "$HERE/pgss_bench_report.pl" --json-in "$WORK/result.json" \
+        --out-dir "$OUT" ${report_args[@]+"${report_args[@]}"} \
+        || { r=$?; [ "$rc" -ne 0 ] || rc=$r; }
 fi
 exit "$rc"
