@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """perf_costs.py: what tracking costs, from a perf profile of backends.
 
-Usage (see docs/performance.md, "What a tracked statement costs"):
+Usage (see docs/performance.md, "Profiles: where the CPU goes"):
 
     perf record -e cpu-clock -F 999 --call-graph dwarf,16384 \
         -p <backend pids> -o prof.data -- sleep 15

@@ -11,7 +11,7 @@
 # warm-up), records the 2 backends with perf (cpu-clock, DWARF call
 # graphs) for SECONDS, and writes pgbench's TPS and bench/perf_costs.py's
 # cost items to OUTFILE.  Needs perf (apt-get install -y linux-perf).
-# See docs/performance.md, "What a tracked statement costs".
+# See docs/performance.md, "Profiles: where the CPU goes".
 set -eu
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 what=$1; secs=$2; out=$3
