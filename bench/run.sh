@@ -13,7 +13,7 @@
 #                                       # runs at 1, 4, 16 and 64 clients,
 #                                       # the pgbench workloads; TPS and
 #                                       # top wait events per client count
-#   bash bench/run.sh --smoke           # a few seconds (used by t/090)
+#   bash bench/run.sh --smoke           # a few seconds (used by t/900)
 #
 # Other options (rounds, duration, clients, --pgbench-scale, workloads,
 # --out-dir, --update-docs, ...): bash bench/run.sh --help.

@@ -1,4 +1,4 @@
-# 001_not_preloaded.pl
+# 001_setup_not_preloaded.pl
 #
 # A server WITHOUT pgss_ng in shared_preload_libraries: CREATE EXTENSION
 # pgss_ng works, but reading pgss_ng (both forms), pgss_ng_info and the

@@ -1,4 +1,4 @@
-# 080_bad_input.pl
+# 430_faults_bad_settings.pl
 #
 # Bad pgss_ng settings in the configuration files, as PostgreSQL 15 really
 # handles them for a library in shared_preload_libraries: the server STARTS.
