@@ -19,6 +19,9 @@
 -- The other sessions' cases (cancel, deadlock, disconnect) are in
 -- t/400_failures_errors.pl.
 --
+-- Expected output: expected/012_errors.out on PostgreSQL 15, 16 and 17;
+--   _1.out on 18 (SET values are normalized).
+--
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 CREATE TABLE err_u (k int PRIMARY KEY);
 INSERT INTO err_u VALUES (1);
