@@ -13,7 +13,7 @@
 #                                       # runs at 1, 4, 16 and 64 clients,
 #                                       # the pgbench workloads; TPS and
 #                                       # top wait events per client count
-#   bash bench/run.sh --smoke           # a few seconds (used by t/090)
+#   bash bench/run.sh --smoke           # a few seconds (used by t/900)
 #
 # Two steps: bench/pgss_bench_run.pl measures and writes the raw results
 # (JSON), then bench/pgss_bench_report.pl writes the results files

@@ -9,6 +9,8 @@
 --                              disagree (expected empty everywhere)
 --   wait_for_other_backends()  waits until this is the only client backend
 --
+-- Expected output: one expected output, expected/001_setup.out, for every server version.
+--
 CREATE EXTENSION pg_stat_statements;
 CREATE EXTENSION pgss_ng;
 

@@ -10,6 +10,11 @@
 -- Note: column aliases are not part of a query's identity, so every group
 -- below uses expressions of its own shape.
 --
+-- Expected output: expected/002_normalize.out on PostgreSQL 15 and 16;
+--   _1.out on 17 (DEALLOCATE is normalized: one entry whatever the name);
+--   _2.out on 18 (lists of constants squashed to one, SET values
+--   normalized, a leading comment no longer part of the text).
+--
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 
 -- integers; a negative number is one constant, with or without a space

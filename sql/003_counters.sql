@@ -8,6 +8,10 @@
 -- generic plan, each execution for custom plans).  Everything must equal
 -- pg_stat_statements (pgss_ng_diff is empty).
 --
+-- Expected output: expected/003_counters.out on PostgreSQL 15; _1.out on
+--   16 (the constants of utility statements are normalized); _2.out on 17
+--   (also DEALLOCATE's name); _3.out on 18 (also SET values).
+--
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 
 CREATE TABLE cnt_t (id int PRIMARY KEY, v text);
@@ -66,9 +70,26 @@ SELECT count(*) FROM (SELECT g FROM generate_series(1, 20000) g ORDER BY g DESC)
 RESET work_mem;
 CREATE TEMP TABLE cnt_tmp AS SELECT g AS a FROM generate_series(1, 500) g;
 SELECT sum(a) FROM cnt_tmp;
-SET force_parallel_mode = on;
+-- The parallel plan: a Gather on top of every parallel-safe plan, its
+-- worker running the scan.  The setting is debug_parallel_query from
+-- PostgreSQL 16, force_parallel_mode before; set_config() keeps the
+-- recorded text the same on every version.
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'on', false) AS parallel;
 SELECT count(*) FROM cnt_t WHERE v <> 'none';
-RESET force_parallel_mode;
+-- a worker really ran it: the same statement under EXPLAIN ANALYZE
+CREATE FUNCTION cnt_workers_launched(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO j;
+  RETURN (j -> 0 -> 'Plan' ->> 'Workers Launched')::int;
+END $$;
+SELECT cnt_workers_launched($q$SELECT count(*) FROM cnt_t WHERE v <> 'none'$q$);
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'off', false) AS parallel;
+DROP FUNCTION cnt_workers_launched(text);
 DROP TABLE cnt_tmp;
 
 SELECT toplevel, calls, rows, plans, query FROM pgss_ng
@@ -78,6 +99,13 @@ SELECT * FROM pgss_ng_diff;
 SELECT query, temp_blks_written > 0 AS temp_blks, local_blks_hit > 0 AS local_blks
 FROM pgss_ng WHERE query LIKE '%FROM (SELECT g%' OR query LIKE '%FROM cnt_tmp%'
 ORDER BY query COLLATE "C";
+-- and the parallel one launched its worker as planned (the columns are
+-- PostgreSQL 18's; NULL before, where the EXPLAIN above is the check)
+SELECT query, calls,
+       coalesce(parallel_workers_to_launch = 1 AND parallel_workers_launched = 1,
+                current_setting('server_version_num')::int < 180000
+                  AND parallel_workers_launched IS NULL) AS workers_ran
+FROM pgss_ng WHERE query LIKE 'SELECT count(*) FROM cnt_t WHERE v%';
 
 -- planning counts
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;

@@ -13,6 +13,11 @@
 -- Both extensions' track GUCs are switched in ONE statement with
 -- set_config(): a SET of one GUC would be recorded by one extension only.
 --
+-- Expected output: expected/004_track.out on PostgreSQL 15 and 16; _1.out on
+--   17 (CALL's arguments are normalized; what the planner runs is nested);
+--   _2.out on 18 (a SQL function's statements go through the plan cache:
+--   planned once, their constants kept in the text).
+--
 CREATE TABLE trk_t (a int);
 CREATE TABLE trk_u (a int);
 

@@ -10,6 +10,12 @@
 -- Both extensions' GUCs are switched in ONE statement with set_config():
 -- a SET of one GUC would be recorded by one extension only.
 --
+-- Expected output: expected/005_utility.out on PostgreSQL 15; _1.out on 16
+--   (the constants of utility statements are normalized); _2.out on 17
+--   (also DEALLOCATE's name; what utility statements run is nested, so
+--   with track_utility off it is not top-level any more); _3.out on 18
+--   (also SET values; EXPLAIN ANALYZE shows fractional rows and buffers).
+--
 CREATE TABLE utl_t (a int);
 INSERT INTO utl_t SELECT generate_series(1, 10);
 CREATE PROCEDURE utl_proc() LANGUAGE plpgsql AS $$

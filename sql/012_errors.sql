@@ -17,7 +17,10 @@
 --   * Incremental reads: exact sets of entries for several changed_since
 --     values; the future gives nothing, NULL everything.
 -- The other sessions' cases (cancel, deadlock, disconnect) are in
--- t/120_errors.pl.
+-- t/400_failures_errors.pl.
+--
+-- Expected output: expected/012_errors.out on PostgreSQL 15, 16 and 17;
+--   _1.out on 18 (SET values are normalized).
 --
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 CREATE TABLE err_u (k int PRIMARY KEY);

@@ -22,6 +22,10 @@
 --     written to postgresql.auto.conf and the settings are unchanged.
 -- pgss_ng_diff (pg_stat_statements is the reference) stays empty.
 --
+-- Expected output: expected/020_bad_input.out on PostgreSQL 15; _1.out on
+--   16 (the constants of utility statements are normalized); _2.out on 17
+--   and 18 (also the unit in the valid range of query_text_memory).
+--
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 SELECT 'kept' AS bad_a;
 SELECT 40 + 2 AS bad_b;

@@ -26,6 +26,11 @@
 --     texts are checked by length, md5 and equality with the expected
 --     normalized text, never printed in full.
 --
+-- Expected output: expected/021_literals.out on PostgreSQL 15; _1.out on
+--   16 (0x1F, 0b101, 0o17 and 1_000 are numbers, no longer errors);
+--   _2.out on 17 (also DEALLOCATE's name is normalized); _3.out on 18
+--   (also lists of constants squashed and SET values normalized).
+--
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 
 -- Limit what a failing comparison prints.

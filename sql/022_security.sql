@@ -31,6 +31,10 @@
 --     contains neither CREATE OR REPLACE nor IF NOT EXISTS.
 -- pgss_ng_diff stays empty.
 --
+-- Expected output: expected/022_security.out on PostgreSQL 15, 16 and 17;
+--   _1.out on 18 (SET values are normalized; an error in an extension
+--   script shows the statement as CONTEXT).
+--
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 SELECT current_database() AS sec_db \gset
 CREATE ROLE regress_pgss_ng_spy;

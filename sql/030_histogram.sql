@@ -15,6 +15,8 @@
 --   no rows; another role's statement needs pg_read_all_stats (a role
 --   reads its own).
 --
+-- Expected output: one expected output for every server version.
+--
 SELECT pgss_ng_reset() IS NOT NULL;
 
 \set ECHO none

@@ -11,8 +11,43 @@ use Test::More;
 use PostgreSQL::Test::Cluster;
 
 our @EXPORT =
-  qw(create_wide_table wait_for_clients_gone start_small_arena_node
+  qw(pgss_node create_wide_table wait_for_clients_gone start_small_arena_node
   setup_alice_bob crc32c write_file);
+
+# pgss_node($name, %gucs)
+#	Create, initdb and start a node whose postgresql.conf preloads pgss_ng
+#	and then has the given settings, one line each, in the order given
+#	(pgss_node('x', 'pgss_ng.max' => 100, 'pgss_ng.track' => 'top')).
+#	shared_preload_libraries is 'pgss_ng' unless it is one of them.  Two
+#	keys are not settings: _init, a hash ref passed to init(), and _start,
+#	false to return the node initialized but not started.  Values other
+#	than integers are written single-quoted.
+sub pgss_node
+{
+	my ($name, @args) = @_;
+	die "pgss_node: odd number of settings" if @args % 2;
+	my (%opt, @gucs);
+	while (my ($k, $v) = splice(@args, 0, 2))
+	{
+		if ($k =~ /^_/) { $opt{$k} = $v; next; }
+		push @gucs, [ $k, $v ];
+	}
+	unshift @gucs, [ 'shared_preload_libraries', 'pgss_ng' ]
+	  unless grep { $_->[0] eq 'shared_preload_libraries' } @gucs;
+
+	my $conf = '';
+	for my $g (@gucs)
+	{
+		my ($k, $v) = @$g;
+		$v = "'" . ($v =~ s/'/''/gr) . "'" unless $v =~ /^-?\d+$/;
+		$conf .= "$k = $v\n";
+	}
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%{ $opt{_init} // {} });
+	$node->append_conf('postgresql.conf', $conf);
+	$node->start if $opt{_start} // 1;
+	return $node;
+}
 
 # create_wide_table($node, $table, $ncols)
 #	An empty table $table with integer columns c1 .. c$ncols: statements
@@ -48,28 +83,22 @@ sub wait_for_clients_gone
 	return;
 }
 
-# start_small_arena_node($name, %opts)
-#	Create and start a node with pgss_ng preloaded and the smallest text
-#	arena (256 kB), top-level tracking with utility statements, no
-#	planning and no stats file.  $opts{init} is passed to init(),
-#	$opts{conf} is appended to postgresql.conf after those settings.
+# start_small_arena_node($name, %gucs)
+#	pgss_node() with the smallest text arena (256 kB), top-level tracking
+#	with utility statements, no planning and no stats file; %gucs (and
+#	_init) are added after those settings.
 sub start_small_arena_node
 {
-	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(%{ $opts{init} // {} });
-	$node->append_conf(
-		'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 5000
-pgss_ng.query_text_memory = 256kB
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = off
-} . ($opts{conf} // ''));
-	$node->start;
-	return $node;
+	my ($name, @gucs) = @_;
+	return pgss_node(
+		$name,
+		'pgss_ng.max' => 5000,
+		'pgss_ng.query_text_memory' => '256kB',
+		'pgss_ng.track' => 'top',
+		'pgss_ng.track_utility' => 'on',
+		'pgss_ng.track_planning' => 'off',
+		'pgss_ng.save' => 'off',
+		@gucs);
 }
 
 # setup_alice_bob($node, $ncols)

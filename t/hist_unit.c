@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * hist_unit.c
- *	  Unit test of src/hist.c, built and run by t/141_hist_unit.pl (not
+ *	  Unit test of src/hist.c, built and run by t/050_tracking_hist_unit.pl (not
  *	  part of the extension).  Prints one line per check, "ok <what>" or
  *	  "not ok <what>: <detail>".
  *

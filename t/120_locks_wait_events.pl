@@ -44,24 +44,21 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
+use PgssNgTest;
+
 my ($gdb_out, $gdb_err) = ('', '');
 if (!eval { IPC::Run::run([ 'gdb', '--version' ], '>', \$gdb_out, '2>', \$gdb_err) })
 {
 	plan skip_all => 'gdb is not installed';
 }
 
-my $node = PostgreSQL::Test::Cluster->new('wait_events');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 5000
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = off
-});
-$node->start;
+my $node = pgss_node(
+	'wait_events',
+	'pgss_ng.max' => 5000,
+	'pgss_ng.track' => 'top',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.save' => 'off');
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION pgss_ng;

@@ -27,20 +27,16 @@ use Time::HiRes qw(usleep);
 
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('persist_corners');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.track = all
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = on
-pgss_ng.max = 1000
-autovacuum = off
-restart_after_crash = on
-});
-$node->start;
+my $node = pgss_node(
+	'persist_corners',
+	_init => { extra => [ '--encoding=UTF8', '--locale=C' ] },
+	'pgss_ng.track' => 'all',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.save' => 'on',
+	'pgss_ng.max' => 1000,
+	autovacuum => 'off',
+	restart_after_crash => 'on');
 
 my $statdir = $node->data_dir . '/pg_stat';
 my $statfile = "$statdir/pgss_ng.stat";

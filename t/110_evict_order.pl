@@ -20,18 +20,13 @@ use Test::More;
 
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('evict_order');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 100
-pgss_ng.track = top
-pgss_ng.track_utility = off
-pgss_ng.track_planning = off
-pgss_ng.save = off
-});
-$node->start;
+my $node = pgss_node(
+	'evict_order',
+	'pgss_ng.max' => 100,
+	'pgss_ng.track' => 'top',
+	'pgss_ng.track_utility' => 'off',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.save' => 'off');
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 create_wide_table($node, 'w', 20);
 # Sessions are untracked unless they say otherwise: a statement such as

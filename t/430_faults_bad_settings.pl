@@ -1,4 +1,4 @@
-# 080_bad_input.pl
+# 430_faults_bad_settings.pl
 #
 # Bad pgss_ng settings in the configuration files, as PostgreSQL 15 really
 # handles them for a library in shared_preload_libraries: the server STARTS.
@@ -29,19 +29,19 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('bad_input');
+use PgssNgTest;
+
+# (not started: the settings under test come first)
+my $node = pgss_node(
+	'bad_input',
+	'pgss_ng.save' => 'off',
+	include_if_exists => 'pgss_ng_bad.conf',
+	_start => 0);
 
 # The valid range of a GUC with a unit, as the server's message shows it
 # (PostgreSQL 17 added the unit).
 my $qtm_range =
   $node->pg_version >= 17 ? '(256 kB .. 1073741823 kB)' : '(256 .. 1073741823)';
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.save = off
-include_if_exists = 'pgss_ng_bad.conf'
-});
 
 # The settings under test live in an included file, rewritten per step.
 sub write_bad_conf

@@ -36,19 +36,14 @@ my $nhot = 20;
 my $max = 100;
 my $backstop = $max + ($max < 20000 ? $max : 20000);
 
-my $node = PostgreSQL::Test::Cluster->new('churn');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = $max
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = off
-max_connections = 20
-});
-$node->start;
+my $node = pgss_node(
+	'churn',
+	'pgss_ng.max' => $max,
+	'pgss_ng.track' => 'top',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.save' => 'off',
+	max_connections => 20);
 
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 create_wide_table($node, 'w', 100);

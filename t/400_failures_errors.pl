@@ -26,15 +26,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('errors');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.track = top
-pgss_ng.save = off
-});
-$node->start;
+use PgssNgTest;
+
+my $node = pgss_node(
+	'errors',
+	'pgss_ng.track' => 'top',
+	'pgss_ng.save' => 'off');
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 
 # The observer: untracked.

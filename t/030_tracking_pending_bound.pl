@@ -15,19 +15,16 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use PgssNgTest;
+
 my $nstmts = 100_000;
 
-my $node = PostgreSQL::Test::Cluster->new('pending_bound');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.track = all
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.max = 200000
-});
-$node->start;
+my $node = pgss_node(
+	'pending_bound',
+	'pgss_ng.track' => 'all',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.max' => 200000);
 
 # A one-row table of 100 columns: "SELECT cI, cJ, cK FROM w" for distinct
 # (I, J, K) have distinct query ids (they differ in structure, not in

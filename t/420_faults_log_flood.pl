@@ -33,23 +33,21 @@ use POSIX qw(ceil);
 
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('log_flood');
-$node->init(extra => [ '--wal-segsize=1' ]);
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 50000
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = on
-dynamic_shared_memory_type = mmap
-max_parallel_workers_per_gather = 0
-autovacuum = off
-log_statement = none
-min_wal_size = 4MB
-max_wal_size = 8MB
-});
+my $node = pgss_node(
+	'log_flood',
+	_init => { extra => [ '--wal-segsize=1' ] },
+	'pgss_ng.max' => 50000,
+	'pgss_ng.track' => 'top',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.save' => 'on',
+	dynamic_shared_memory_type => 'mmap',
+	max_parallel_workers_per_gather => 0,
+	autovacuum => 'off',
+	log_statement => 'none',
+	min_wal_size => '4MB',
+	max_wal_size => '8MB',
+	_start => 0);
 
 # pg_ctl wrapper that starts the server under the file size limit.
 my $wrapdir = PostgreSQL::Test::Utils::tempdir();

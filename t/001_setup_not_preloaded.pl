@@ -1,4 +1,4 @@
-# 001_not_preloaded.pl
+# 001_setup_not_preloaded.pl
 #
 # A server WITHOUT pgss_ng in shared_preload_libraries: CREATE EXTENSION
 # pgss_ng works, but reading pgss_ng (both forms), pgss_ng_info and the
@@ -14,12 +14,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use PgssNgTest;
+
 my $msg = 'pgss_ng must be loaded via "shared_preload_libraries"';
 
-my $node = PostgreSQL::Test::Cluster->new('not_preloaded');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = ''");
-$node->start;
+my $node = pgss_node('not_preloaded', shared_preload_libraries => '');
 
 is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'),
 	'', 'pgss_ng is not preloaded');

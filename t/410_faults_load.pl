@@ -65,6 +65,8 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
 
+use PgssNgTest;
+
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 # No statement, session or client may take longer: it would be stuck (a
 # leaked lock).  The suite's standard timeout (PG_TEST_TIMEOUT_DEFAULT,
@@ -132,16 +134,11 @@ my $bad_log = qr/TRAP:|PANIC:|pgss_ng could not|\bERROR:/;
 
 # ==================================================== 1. text site
 {
-	my $node = PostgreSQL::Test::Cluster->new('text_site');
-	$node->init;
-	$node->append_conf(
-		'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.query_text_memory = 256
-pgss_ng.track = top
-pgss_ng.save = off
-});
-	$node->start;
+	my $node = pgss_node(
+		'text_site',
+		'pgss_ng.query_text_memory' => 256,
+		'pgss_ng.track' => 'top',
+		'pgss_ng.save' => 'off');
 	$node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w
 		CREATE ROLE longq LOGIN; GRANT SELECT ON w TO longq;");
 	my $longq = $node->safe_psql('postgres', q{SELECT 'longq'::regrole::oid});
@@ -320,19 +317,14 @@ pgss_ng.save = off
 }
 
 # ==================================================== 2-4. entry site, errors, kills
-my $node = PostgreSQL::Test::Cluster->new('faults');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 100
-pgss_ng.track = all
-pgss_ng.track_utility = on
-pgss_ng.save = on
-restart_after_crash = on
-max_connections = 20
-});
-$node->start;
+my $node = pgss_node(
+	'faults',
+	'pgss_ng.max' => 100,
+	'pgss_ng.track' => 'all',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.save' => 'on',
+	restart_after_crash => 'on',
+	max_connections => 20);
 $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 
 # ---------------------------------------------------- 2. entry site
@@ -648,17 +640,12 @@ CREATE SEQUENCE sq;
 
 # ==================================================== 5. reload under load
 {
-	my $rnode = PostgreSQL::Test::Cluster->new('reload');
-	$rnode->init;
-	$rnode->append_conf(
-		'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 1000
-pgss_ng.track = top
-pgss_ng.save = off
-max_connections = 20
-});
-	$rnode->start;
+	my $rnode = pgss_node(
+		'reload',
+		'pgss_ng.max' => 1000,
+		'pgss_ng.track' => 'top',
+		'pgss_ng.save' => 'off',
+		max_connections => 20);
 	$rnode->safe_psql(
 		'postgres', qq{CREATE EXTENSION pgss_ng; $make_w
 CREATE FUNCTION f_nest(a int) RETURNS bigint LANGUAGE plpgsql AS \$\$

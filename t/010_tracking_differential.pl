@@ -31,6 +31,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 
+use PgssNgTest;
+
 # Transactions per pgbench client (deterministic counts: -t, not -T).
 my $T  = 30;
 my $T2 = 20;
@@ -374,7 +376,20 @@ sub run_scenario
 	my $all  = $track eq 'all';
 	my $util = $utility eq 'on';
 
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = pgss_node(
+		$name,
+		_init => { extra => [ '--encoding=UTF8', '--locale=C' ] },
+		shared_preload_libraries => 'pg_stat_statements,pgss_ng',
+		max_connections => 50,
+		'pg_stat_statements.max' => 5000,
+		'pg_stat_statements.track' => $track,
+		'pg_stat_statements.track_utility' => $utility,
+		'pg_stat_statements.track_planning' => $planning,
+		'pgss_ng.max' => 5000,
+		'pgss_ng.track' => $track,
+		'pgss_ng.track_utility' => $utility,
+		'pgss_ng.track_planning' => $planning,
+		track_io_timing => 'on');
 	# The server's version decides what its pg_stat_statements (the
 	# reference) records; the exact counts below follow it.
 	my $pg16 = $node->pg_version >= 16;
@@ -385,22 +400,6 @@ sub run_scenario
 	# What utility statements run is nested: when they are tracked, and
 	# from PostgreSQL 17 always.
 	my $nested_util = $util || $pg17;
-	$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-	$node->append_conf(
-		'postgresql.conf', qq{
-shared_preload_libraries = 'pg_stat_statements,pgss_ng'
-max_connections = 50
-pg_stat_statements.max = 5000
-pg_stat_statements.track = $track
-pg_stat_statements.track_utility = $utility
-pg_stat_statements.track_planning = $planning
-pgss_ng.max = 5000
-pgss_ng.track = $track
-pgss_ng.track_utility = $utility
-pgss_ng.track_planning = $planning
-track_io_timing = on
-});
-	$node->start;
 
 	# Setup, tracked like everything else.
 	$node->safe_psql(

@@ -60,20 +60,15 @@ my $backstop = $max + ($max < 20000 ? $max : 20000);
 my $nchurn = 7;
 my $churn_batch = 1500;    # statements per churn connection
 
-my $node = PostgreSQL::Test::Cluster->new('soak');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = $max
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.track_planning = on
-pgss_ng.save = off
-max_connections = 40
-log_line_prefix = '%m [%p] %u '
-});
-$node->start;
+my $node = pgss_node(
+	'soak',
+	'pgss_ng.max' => $max,
+	'pgss_ng.track' => 'top',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'on',
+	'pgss_ng.save' => 'off',
+	max_connections => 40,
+	log_line_prefix => '%m [%p] %u ');
 
 sub postmaster_pid
 {

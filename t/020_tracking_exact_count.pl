@@ -20,20 +20,16 @@ use Test::More;
 
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('exact_count');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pg_stat_statements,pgss_ng'
-pg_stat_statements.track = top
-pgss_ng.track = top
-pg_stat_statements.track_utility = on
-pgss_ng.track_utility = on
-pg_stat_statements.track_planning = off
-pgss_ng.track_planning = off
-max_connections = 30
-});
-$node->start;
+my $node = pgss_node(
+	'exact_count',
+	shared_preload_libraries => 'pg_stat_statements,pgss_ng',
+	'pg_stat_statements.track' => 'top',
+	'pgss_ng.track' => 'top',
+	'pg_stat_statements.track_utility' => 'on',
+	'pgss_ng.track_utility' => 'on',
+	'pg_stat_statements.track_planning' => 'off',
+	'pgss_ng.track_planning' => 'off',
+	max_connections => 30);
 
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_stat_statements');
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');

@@ -25,7 +25,7 @@ use Test::More;
 use PgssNgTest;
 
 my $node =
-  start_small_arena_node('qtext_pressure', conf => "autovacuum = off\n");
+  start_small_arena_node('qtext_pressure', autovacuum => 'off');
 setup_alice_bob($node, 30);
 
 sub as_role

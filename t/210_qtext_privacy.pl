@@ -44,7 +44,7 @@ use IPC::Run;
 use PgssNgTest;
 
 my $node =
-  start_small_arena_node('qtext_privacy', conf => "autovacuum = off\n");
+  start_small_arena_node('qtext_privacy', autovacuum => 'off');
 setup_alice_bob($node, 60);
 
 # fill_stmt($k, $pad, $ch): the $k-th distinct ordered pair of columns of

@@ -27,20 +27,17 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('persistence');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.track = all
-pgss_ng.track_utility = on
-pgss_ng.track_planning = on
-pgss_ng.save = on
-autovacuum = off
-restart_after_crash = on
-max_connections = 20
-});
-$node->start;
+use PgssNgTest;
+
+my $node = pgss_node(
+	'persistence',
+	'pgss_ng.track' => 'all',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'on',
+	'pgss_ng.save' => 'on',
+	autovacuum => 'off',
+	restart_after_crash => 'on',
+	max_connections => 20);
 
 my $statfile = $node->data_dir . '/pg_stat/pgss_ng.stat';
 my $tmpfile  = "$statfile.tmp";

@@ -22,18 +22,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('time_cpu');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.track = top
-pgss_ng.track_planning = on
-pgss_ng.track_cpu = on
-pgss_ng.save = on
-autovacuum = off
-});
-$node->start;
+use PgssNgTest;
+
+my $node = pgss_node(
+	'time_cpu',
+	'pgss_ng.track' => 'top',
+	'pgss_ng.track_planning' => 'on',
+	'pgss_ng.track_cpu' => 'on',
+	'pgss_ng.save' => 'on',
+	autovacuum => 'off');
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 
 sub quiet_psql

@@ -38,7 +38,7 @@ use PgssNgTest;
 my $limit = 256 * 1024;
 
 my $node = start_small_arena_node('qtext',
-	init => { extra => [ '--encoding=UTF8', '--locale=C' ] });
+	_init => { extra => [ '--encoding=UTF8', '--locale=C' ] });
 
 # Run SQL given as a Perl character string; return the output decoded.
 sub psql_utf8

@@ -29,19 +29,14 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('persistence_file');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.track = all
-pgss_ng.track_utility = on
-pgss_ng.track_planning = off
-pgss_ng.save = on
-pgss_ng.max = 1000
-autovacuum = off
-});
-$node->start;
+my $node = pgss_node(
+	'persistence_file',
+	'pgss_ng.track' => 'all',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.save' => 'on',
+	'pgss_ng.max' => 1000,
+	autovacuum => 'off');
 
 my $statfile = $node->data_dir . '/pg_stat/pgss_ng.stat';
 
