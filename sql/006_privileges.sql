@@ -6,7 +6,7 @@
 -- texts and queryids.  pg_stat_statements must show the very same rows to
 -- the same reader (pgss_ng_diff, run as that reader, is empty).
 --
--- Expected output: one expected output for every server version.
+-- Expected output: expected/006_privileges.out on every server version.
 --
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 

@@ -8,7 +8,7 @@
 --   pgss_ng_reset() returns a timestamptz, for a full reset the new
 --   stats_reset.  Last, resets run by a statement nested in a DO block.
 --
--- Expected output: one expected output for every server version.
+-- Expected output: expected/007_reset.out on every server version.
 --
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 

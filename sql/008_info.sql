@@ -5,7 +5,7 @@
 -- below pgss_ng.max; a full reset leaves only the entry of the reset
 -- statement itself.  track = none makes no entry at all.
 --
--- Expected output: one expected output for every server version.
+-- Expected output: expected/008_info.out on every server version.
 --
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 -- 1: the reset statement (this statement has no constants: its entry is

@@ -2,7 +2,7 @@
 -- 009_showtext: pgss_ng(false) returns the same rows as pgss_ng(true) with
 -- every query NULL (queryid still shown), as pg_stat_statements(false).
 --
--- Expected output: one expected output for every server version.
+-- Expected output: expected/009_showtext.out on every server version.
 --
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 SELECT 1 AS st_a;

@@ -5,7 +5,7 @@
 -- scripts of three contrib extensions must give exactly pg_stat_statements'
 -- entries, texts and counts (pgss_ng_diff is empty).
 --
--- Expected output: one expected output for every server version.
+-- Expected output: expected/010_extension_scripts.out on every server version.
 --
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 SELECT set_config('pgss_ng.track', 'all', false),

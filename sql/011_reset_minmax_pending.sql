@@ -8,7 +8,8 @@
 -- pgss_ng's full reset already flushes the caller's pending counts first.
 -- The pg_sleep only makes the pre-reset call's time certainly non-zero.
 --
--- Expected output: one expected output for every server version.
+-- Expected output: expected/011_reset_minmax_pending.out
+--   on every server version.
 --
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 SELECT set_config('pgss_ng.track', 'all', false),

@@ -15,7 +15,7 @@
 --   no rows; another role's statement needs pg_read_all_stats (a role
 --   reads its own).
 --
--- Expected output: one expected output for every server version.
+-- Expected output: expected/030_histogram.out on every server version.
 --
 SELECT pgss_ng_reset() IS NOT NULL;
 
