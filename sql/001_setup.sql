@@ -6,10 +6,12 @@
 -- (errors, error_exec_time, last_executed), and create the helpers the
 -- later tests use:
 --   pgss_ng_diff               rows on which pgss_ng and pg_stat_statements
---                              disagree (expected empty everywhere)
+--                              disagree, execution times included
+--                              (expected empty everywhere)
 --   wait_for_other_backends()  waits until this is the only client backend
+--   is_planned_statement(), same_exec_time(): used by pgss_ng_diff
 --
--- Expected output: one expected output, expected/001_setup.out, for every server version.
+-- Expected output: expected/001_setup.out on every server version.
 --
 CREATE EXTENSION pg_stat_statements;
 CREATE EXTENSION pgss_ng;
@@ -111,11 +113,50 @@ WHERE attrelid = 'pgss_ng_info'::regclass AND attnum > 0 ORDER BY attnum;
 
 -- Rows of one view that the other does not have, on every column the two
 -- must agree on: the key, the text, plans, calls, rows and the block/WAL
--- counters (times differ by nature).  EXCEPT ALL compares multisets and
--- treats NULLs as equal, so this also works for readers that see
--- "<insufficient privilege>" rows with a NULL queryid.  Entries whose
--- executions all failed (plans = calls = 0, errors > 0) are pgss_ng's
--- own: pg_stat_statements has no trace of them.
+-- counters.  EXCEPT ALL compares multisets and treats NULLs as equal, so
+-- this also works for readers that see "<insufficient privilege>" rows
+-- with a NULL queryid.  Entries whose executions all failed (plans =
+-- calls = 0, errors > 0) are pgss_ng's own: pg_stat_statements has no
+-- trace of them.  Then the keys (with a queryid) whose execution times
+-- disagree ('exec time differs', pgss_ng's row):
+--   * a planned statement (is_planned_statement()) is timed by both
+--     from the same executor instrumentation: total, mean and stddev must
+--     be equal up to rounding (relative 1e-9; stddev also 1e-6 ms
+--     absolute), and min and max too unless pgss_ng restarted them
+--     (minmax_only reset);
+--   * a utility statement is timed by each extension around its own
+--     ProcessUtility hook, and pgss_ng's (loaded last) calls
+--     pg_stat_statements' from inside: its total, min and max must only
+--     be at least pg_stat_statements'.
+-- Planning times are not compared: each extension times its own planner
+-- hook, the same way.
+
+-- Is q the text of a planned statement (one the executor hooks time)?
+-- Its first keyword (after leading comments): SELECT but not SELECT INTO
+-- (CREATE TABLE AS), INSERT, UPDATE, DELETE, MERGE, WITH, VALUES, TABLE,
+-- or PREPARE (neither extension counts PREPARE and EXECUTE as utility
+-- statements: a prepared query's executions go to the PREPARE's text).
+-- A text shared by a utility statement and the query it runs (COPY
+-- (SELECT ...) TO, EXPLAIN, CREATE TABLE AS, DECLARE) counts as utility.
+CREATE FUNCTION is_planned_statement(q text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT t ~* '^(SELECT|INSERT|UPDATE|DELETE|MERGE|WITH|VALUES|TABLE|PREPARE)\M'
+         AND t !~* '^SELECT\M.*\mINTO\M'
+  FROM regexp_replace(q, '^(\s|/\*([^*]|\*+[^*/])*\*+/|--[^\n]*\n)*', '') t
+$$;
+
+-- Are two times equal, to a relative 1e-9 plus abs_ms?
+CREATE FUNCTION same_exec_time(a float8, b float8, abs_ms float8 DEFAULT 0)
+RETURNS boolean LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT abs(a - b) <= 1e-9 * greatest(abs(a), abs(b)) + abs_ms
+$$;
+
+SELECT q, is_planned_statement(q) FROM (VALUES
+  ('SELECT 1'), (E'/* a */ -- b\n  select 1'), ('WITH w AS (SELECT 1) TABLE w'),
+  ('INSERT INTO t VALUES (1)'), ('PREPARE p AS SELECT $1'),
+  ('SELECT a INTO t2 FROM t'), ('COPY (SELECT 1) TO STDOUT'),
+  ('EXPLAIN SELECT 1'), ('SET work_mem = 64'), ('CALL p()')) v(q);
+
 CREATE VIEW pgss_ng_diff AS
 WITH ng AS (
   SELECT userid, dbid, toplevel, queryid, query, plans, calls, rows,
@@ -133,7 +174,31 @@ ref AS (
   FROM pg_stat_statements)
 (SELECT 'only in pgss_ng' AS side, * FROM (TABLE ng EXCEPT ALL TABLE ref) d)
 UNION ALL
-(SELECT 'only in pg_stat_statements' AS side, * FROM (TABLE ref EXCEPT ALL TABLE ng) d);
+(SELECT 'only in pg_stat_statements' AS side, * FROM (TABLE ref EXCEPT ALL TABLE ng) d)
+UNION ALL
+(SELECT 'exec time differs' AS side, n.userid, n.dbid, n.toplevel, n.queryid,
+        n.query, n.plans, n.calls, n.rows, n.shared_blks_hit,
+        n.shared_blks_read, n.shared_blks_dirtied, n.shared_blks_written,
+        n.local_blks_hit, n.local_blks_read, n.local_blks_dirtied,
+        n.local_blks_written, n.temp_blks_read, n.temp_blks_written,
+        n.wal_records, n.wal_fpi, n.wal_bytes
+ FROM pgss_ng n
+ JOIN pg_stat_statements r ON (r.userid, r.dbid, r.toplevel, r.queryid) =
+                              (n.userid, n.dbid, n.toplevel, n.queryid)
+ WHERE n.calls > 0 AND n.calls = r.calls
+   AND CASE WHEN is_planned_statement(n.query) THEN
+         NOT (same_exec_time(n.total_exec_time, r.total_exec_time)
+              AND same_exec_time(n.mean_exec_time, r.mean_exec_time)
+              AND same_exec_time(n.stddev_exec_time, r.stddev_exec_time, 1e-6)
+              AND (n.minmax_stats_since > n.stats_since
+                   OR (same_exec_time(n.min_exec_time, r.min_exec_time)
+                       AND same_exec_time(n.max_exec_time, r.max_exec_time))))
+       ELSE
+         n.total_exec_time < r.total_exec_time * (1 - 1e-9)
+         OR (n.minmax_stats_since = n.stats_since
+             AND (n.min_exec_time < r.min_exec_time
+                  OR n.max_exec_time < r.max_exec_time))
+       END);
 
 GRANT SELECT ON pgss_ng_diff TO PUBLIC;
 
