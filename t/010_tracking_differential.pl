@@ -15,9 +15,13 @@
 # JIT and (PostgreSQL 18) parallel worker counters, block I/O and JIT times
 # (track_io_timing is on) and query text (pgss_ng's entries whose
 # executions all failed left aside: pg_stat_statements has no trace of
-# them); what the server cannot measure is NULL in pgss_ng.  Some keys are
-# also checked for the exact counts the workload caused, failures
-# (pgss_ng's errors column) included.
+# them); what the server cannot measure is NULL in pgss_ng.  Execution
+# times are equal for planned statements and at least the reference's for
+# utility statements (see @exec_time_cols).  A session of its own makes
+# the rarely used compared columns non-zero (temporary and local blocks and
+# their I/O times, wal_buffers_full, JIT where the server has it), and
+# that they are is checked.  Some keys are also checked for the exact
+# counts the workload caused, failures (pgss_ng's errors column) included.
 #
 # The scenario runs on three servers: track = top (planning off); track =
 # all with track_planning = on; track = top with track_utility = off and
@@ -167,6 +171,34 @@ $errs =~ s/BIG_IN_LIST/'SELECT count(*) AS big FROM accounts WHERE id IN ('
   . join(', ', 1 .. 3000) . ');'/e;
 my $errs_expected_errors = 9;
 
+# psql (simple protocol), one session of alice's: what makes the rarely
+# non-zero compared columns non-zero (see @nonzero_cols).  A sort that
+# spills to a temporary file (temp blocks and their I/O times); a
+# temporary table bigger than the session's temp_buffers (set before its
+# first use of a temporary table), so that local blocks are written and
+# read again (and timed, track_io_timing = on); a statement compiled by
+# JIT, where the server can (jit_*, inlining and optimization too); a bulk
+# insert with more WAL than the server's 64 kB of wal_buffers
+# (wal_buffers_full).
+my $io = <<'EOS';
+SET temp_buffers = '800kB';
+SET work_mem = '64kB';
+SELECT count(*) AS spilled FROM (SELECT g FROM generate_series(1, 20000) g ORDER BY g DESC) s;
+RESET work_mem;
+CREATE TEMP TABLE tmp_io (a int, b text);
+INSERT INTO tmp_io SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
+SELECT count(*) AS local_rows, sum(length(b)) AS local_bytes FROM tmp_io;
+DROP TABLE tmp_io;
+SET jit_above_cost = 0;
+SET jit_inline_above_cost = 0;
+SET jit_optimize_above_cost = 0;
+SELECT sum(balance + id) AS jitted FROM accounts WHERE note IS NULL OR id > 0;
+RESET jit_above_cost;
+RESET jit_inline_above_cost;
+RESET jit_optimize_above_cost;
+INSERT INTO bulk SELECT g, repeat('y', 200) FROM generate_series(1, 5000) g;
+EOS
+
 # The superuser, alone after the concurrent workload: a statement parsed
 # while neither extension tracks anything, executed once both track again,
 # is stored with its own text (no entry was made at parse analysis to
@@ -187,7 +219,7 @@ my $terminated =
 
 my %file;
 for ([ common => $common ], [ extra => $extra ], [ pipeline => $pipeline ],
-	[ errs => $errs ])
+	[ errs => $errs ], [ io => $io ])
 {
 	my ($name, $text) = @$_;
 	$file{$name} = "$tmp/010_$name.sql";
@@ -206,6 +238,8 @@ CREATE TABLE uniq (k int PRIMARY KEY);
 INSERT INTO uniq VALUES (1), (2), (3);
 CREATE TABLE small (id int PRIMARY KEY, x int NOT NULL);
 INSERT INTO small VALUES (1, 0), (2, 0);
+CREATE TABLE bulk (x int, pad text);
+ALTER TABLE bulk OWNER TO alice;
 CREATE MATERIALIZED VIEW mv_small AS SELECT id, x FROM small;
 ALTER MATERIALIZED VIEW mv_small OWNER TO alice;
 ALTER TABLE accounts OWNER TO alice;
@@ -255,8 +289,9 @@ EOS
 
 # Columns compared for every key, after the key and before the text: every
 # column both views have on the server's version, but the plan and
-# execution times and the two timestamps, which each extension measures
-# itself.  Counts are compared exactly.  Block I/O and JIT times are the
+# execution times (execution times: see @exec_time_cols) and the two
+# timestamps, which each extension measures itself.  Counts are compared
+# exactly.  Block I/O and JIT times are the
 # server's own measurements (the same BufferUsage, WalUsage and JIT
 # instrumentation reach both extensions), compared to within 1e-9
 # (relative): the two add them up in different orders.  Before
@@ -281,6 +316,75 @@ my @versioned_cols = (
 	[ 'wal_buffers_full',           18, 0 ],
 	[ 'parallel_workers_to_launch', 18, 0 ],
 	[ 'parallel_workers_launched',  18, 0 ],);
+
+# Execution times, compared for the keys of planned statements only
+# (planned_statement()): both extensions take a planned statement's time
+# from the same executor instrumentation (queryDesc->totaltime, which
+# whichever ExecutorStart hook runs first allocates for both), so each
+# call's time is the same double on both sides; the totals and the merged
+# means and variances differ by rounding only (pgss_ng adds pending
+# counts up per backend and merges them with Chan's parallel form of
+# Welford's method, pg_stat_statements updates per call): relative
+# 1e-9, and for stddev also an absolute 1e-6 ms, as the variance of
+# nearly equal times is a difference of nearly equal sums.  A utility
+# statement is timed by each extension around its own ProcessUtility
+# hook, and pgss_ng's hook (loaded last) calls pg_stat_statements' from
+# inside: its times enclose pg_stat_statements' and are not equal, so
+# for utility keys pgss_ng's total, min and max must only be at least
+# pg_stat_statements'.
+my @exec_time_cols = qw(total_exec_time min_exec_time max_exec_time
+  mean_exec_time stddev_exec_time);
+
+# Is this text that of a planned statement (one whose executions the
+# executor hooks time)?  Its first keyword (after leading comments) is
+# SELECT (not SELECT INTO, which is CREATE TABLE AS), INSERT, UPDATE,
+# DELETE, MERGE, WITH, VALUES or TABLE, or PREPARE: neither extension
+# counts PREPARE or EXECUTE as utility statements, the prepared query's
+# executions are recorded under the PREPARE's text.  Texts that a
+# utility statement and the query it runs share (COPY (SELECT ...) TO,
+# EXPLAIN, CREATE TABLE AS, DECLARE) count as utility: only the bounds
+# are checked for both.
+sub planned_statement
+{
+	my ($text) = @_;
+	$text =~ s{^(?:\s+|/\*.*?\*/|--[^\n]*\n)*}{}s;
+	return 0 if $text =~ /^SELECT\b.*\bINTO\b/is;
+	return $text =~ /^(?:SELECT|INSERT|UPDATE|DELETE|MERGE|WITH|VALUES|TABLE|PREPARE)\b/i;
+}
+
+# Do two execution times of column col agree (see @exec_time_cols)?
+sub same_exec_time
+{
+	my ($col, $x, $y) = @_;
+	my $max = abs($x) > abs($y) ? abs($x) : abs($y);
+	my $tol = 1e-9 * $max;
+	$tol += 1e-6 if $col eq 'stddev_exec_time';
+	return abs($x - $y) <= $tol;
+}
+
+# Columns that the workload makes non-zero somewhere (their sum over all
+# of pgss_ng's keys is > 0), so that comparing them is not comparing
+# zeros: [ column, first major that has it, needs JIT ].  The "io" script
+# exists for them.
+my @nonzero_cols = (
+	[ 'shared_blk_read_time',   15, 0 ],
+	[ 'temp_blks_read',         15, 0 ],
+	[ 'temp_blks_written',      15, 0 ],
+	[ 'temp_blk_read_time',     15, 0 ],
+	[ 'temp_blk_write_time',    15, 0 ],
+	[ 'local_blks_read',        15, 0 ],
+	[ 'local_blks_written',     15, 0 ],
+	[ 'local_blk_read_time',    17, 0 ],
+	[ 'local_blk_write_time',   17, 0 ],
+	[ 'wal_buffers_full',       18, 0 ],
+	[ 'jit_functions',          15, 1 ],
+	[ 'jit_generation_time',    15, 1 ],
+	[ 'jit_inlining_count',     15, 1 ],
+	[ 'jit_inlining_time',      15, 1 ],
+	[ 'jit_optimization_count', 15, 1 ],
+	[ 'jit_optimization_time',  15, 1 ],
+	[ 'jit_emission_count',     15, 1 ],
+	[ 'jit_emission_time',      15, 1 ],);
 
 my (@cols, %is_time);
 
@@ -389,7 +493,8 @@ sub run_scenario
 		'pgss_ng.track' => $track,
 		'pgss_ng.track_utility' => $utility,
 		'pgss_ng.track_planning' => $planning,
-		track_io_timing => 'on');
+		track_io_timing => 'on',
+		wal_buffers => '64kB');
 	# The server's version decides what its pg_stat_statements (the
 	# reference) records; the exact counts below follow it.
 	my $pg16 = $node->pg_version >= 16;
@@ -460,6 +565,10 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	$start->(
 		'psql terminated', 'psql', '-X', '-q', '-h', $host, '-p', $port,
 		'-U', 'alice', '-d', 'postgres', '-c', $terminated);
+	$start->(
+		'psql io alice@postgres', 'psql', '-X', '-q', '-h', $host,
+		'-p', $port, '-U', 'alice', '-d', 'postgres',
+		'-v', 'ON_ERROR_STOP=1', '-f', $file{io});
 
 	for my $p (@procs)
 	{
@@ -481,7 +590,7 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 				qr{number of transactions actually processed: $1/$1\n},
 				"$name: $p->{label} ran all its transactions");
 		}
-		else
+		elsif ($p->{label} =~ /^psql errs/)
 		{
 			my $n = () = $err =~ /ERROR:/g;
 			is($n, $errs_expected_errors,
@@ -506,8 +615,8 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	# Entries whose executions all failed (no plan, no call) are pgss_ng's
 	# own: pg_stat_statements has no trace of them.  Their failures are
 	# checked below, in $ng_all.
-	my $ref = read_view($node, 'pg_stat_statements', !$pg17, '');
-	my $ng  = read_view($node, 'pgss_ng', 0, 'WHERE plans + calls > 0');
+	my $ref = read_view($node, 'pg_stat_statements', !$pg17, '', @exec_time_cols);
+	my $ng  = read_view($node, 'pgss_ng', 0, 'WHERE plans + calls > 0', @exec_time_cols);
 	my $ng_all = read_view($node, 'pgss_ng', 0, '', 'errors');
 
 	# Every difference, key by key.
@@ -534,6 +643,57 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	}
 	is(scalar(@diffs), 0, "$name: pgss_ng and pg_stat_statements agree on every key")
 	  or diag join("\n", "pg_stat_statements vs pgss_ng:", @diffs);
+
+	# Execution times (see @exec_time_cols): those of planned statements
+	# equal pg_stat_statements', those of utility statements enclose them.
+	my (@tdiffs, @udiffs);
+	my ($nplanned, $nutility) = (0, 0);
+	for my $k (sort keys %$ref)
+	{
+		my ($r, $n) = ($ref->{$k}, $ng->{$k});
+		next unless $n && $r->{calls} > 0 && $n->{calls} == $r->{calls};
+		my $what = "$k (" . show_text($r->{query}) . "): ";
+		if (planned_statement($r->{query}))
+		{
+			$nplanned++;
+			my @d = map { "$_ $r->{$_} vs $n->{$_}" }
+			  grep { !same_exec_time($_, $r->{$_}, $n->{$_}) } @exec_time_cols;
+			push @tdiffs, $what . join(', ', @d) if @d;
+		}
+		else
+		{
+			$nutility++;
+			my @d = map { "$_ $r->{$_} vs $n->{$_}" }
+			  grep { $n->{$_} < $r->{$_} * (1 - 1e-9) }
+			  qw(total_exec_time min_exec_time max_exec_time);
+			push @udiffs, $what . join(', ', @d) if @d;
+		}
+	}
+	note("$name: execution times of $nplanned planned and $nutility utility statements compared");
+	is(scalar(@tdiffs), 0,
+		"$name: planned statements' execution times (total, min, max, mean, stddev) equal pg_stat_statements'")
+	  or diag join("\n", "pg_stat_statements vs pgss_ng:", @tdiffs);
+	cmp_ok($nplanned, '>', 50, "$name: many planned statements' execution times compared");
+	is(scalar(@udiffs), 0,
+		"$name: utility statements' execution times (total, min, max) are at least pg_stat_statements'")
+	  or diag join("\n", "pg_stat_statements vs pgss_ng:", @udiffs);
+
+	# The columns compared above are not all zeros (see @nonzero_cols).
+	my $jit = $node->safe_psql('postgres', 'SELECT pg_jit_available()') eq 't';
+	note("$name: " . ($jit ? 'the server has JIT' : 'the server has no JIT: the JIT counters are 0 on both sides'));
+	for my $c (@nonzero_cols)
+	{
+		my ($col, $since, $needs_jit) = @$c;
+		next if $major < $since;
+	  SKIP:
+		{
+			skip 'the server has no JIT (pg_jit_available() is false)', 1
+			  if $needs_jit && !$jit;
+			my $sum = 0;
+			$sum += $_->{$col} for values %$ng;
+			cmp_ok($sum, '>', 0, "$name: $col is non-zero somewhere");
+		}
+	}
 
 	# PostgreSQL 18 merges what earlier servers kept apart (each temporary
 	# table's statements, IN lists of different lengths, SET values): fewer
