@@ -15,8 +15,12 @@
 # versions only the latter.  PGSS_NG_PASSES="release" runs only release
 # passes.
 # One result line per version and pass ("=== result: PostgreSQL 18
-# release: ..."); the last line printed is "N passed, N failed"
-# (regression and isolation tests + TAP files, over all passes).
+# release: ..."); the last line printed is "N passed, N failed, N skipped"
+# (regression and isolation tests + TAP files, over all passes).  A TAP
+# file that skips itself (plan skip_all) is skipped, not passed; the test
+# points that a file skips ("ok N # skip WHY") are listed with their
+# reasons.  With CI set (CI=true, as .ci/run runs), a skipped TAP file
+# fails the run, and so does a skipped test point that does not say why.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -38,6 +42,27 @@ PASSES=${PGSS_NG_PASSES:-assert release}
 echo "=== test: installing dependencies"
 bash scripts/install-deps.sh
 
+# t/120_locks_wait_events.pl and t/210_qtext_privacy.pl drive a backend
+# with gdb, run as postgres like the server.  Yama's ptrace_scope 1 (a
+# debugger may attach to its own descendants only) or 2 (only with
+# CAP_SYS_PTRACE) forbids that: it is lowered to 0 for this run and put
+# back at exit.  3 cannot be lowered before a reboot: those files then
+# skip, which fails a CI run.
+ptrace_scope=/proc/sys/kernel/yama/ptrace_scope
+if [ -r "$ptrace_scope" ]; then
+    ptrace_scope_was=$(cat "$ptrace_scope")
+    case $ptrace_scope_was in
+        1|2)
+            if echo 0 2>/dev/null > "$ptrace_scope"; then
+                trap 'echo "$ptrace_scope_was" > "$ptrace_scope"' EXIT
+                echo "=== test: kernel.yama.ptrace_scope $ptrace_scope_was -> 0 for gdb (restored at exit)"
+            else
+                echo "=== test: kernel.yama.ptrace_scope is $ptrace_scope_was and cannot be lowered: gdb cannot attach to a backend"
+            fi ;;
+        3)  echo "=== test: kernel.yama.ptrace_scope is 3: gdb cannot attach to a backend" ;;
+    esac
+fi
+
 # Run a command as postgres in $WORK, with a clean PG* environment.
 as_pg() {
     local unset_pg=() v
@@ -56,7 +81,10 @@ make_var() {  # print a variable of the Makefile
 
 passed=0
 failed=0
+skipped=0
 status=0
+skip_notes=()   # "LABEL: t/FILE.pl: WHY" of every skip, for the summary
+case ${CI:-} in true|1|yes) ci=1 ;; *) ci= ;; esac
 
 # ------------------------------------------------- pg_regress, isolation
 # run_regress_suite LABEL TARGET MAKEVAR OUTDIR SRC
@@ -126,14 +154,44 @@ run_tap_suite() {
         if [ "$rc" -ne 0 ] && [ "$t_bad" -eq 0 ]; then
             t_bad=1          # failed, but not attributable to a file
         fi
-        passed=$((passed + t_total - t_bad))
+        # Files that skipped themselves ("t/NAME.pl .. skipped: WHY") and
+        # test points skipped inside the others ("ok N # skip WHY").
+        local -a skip_files skip_points
+        mapfile -t skip_files < <(sed -nE \
+            's/^(\[[0-9:]+\] )?(t\/[^ ]+\.pl) \.+ skipped: ?(.*)$/\2: \3/p' \
+            "$WORK/check-tap.log")
+        mapfile -t skip_points < <(awk '
+            match($0, /(t\/[^ ]+\.pl) \.+ ?$/) { f = substr($0, RSTART, RLENGTH); sub(/ \.+ ?$/, "", f) }
+            /^ok [0-9]+ # skip/ { why = $0; sub(/^ok [0-9]+ # skip ?/, "", why); n[f "\t" why]++ }
+            END { for (k in n) { split(k, a, "\t"); print a[1] ": " n[k] " test(s) skipped: " (a[2] == "" ? "(no reason given)" : a[2]) } }
+            ' "$WORK/check-tap.log" | sort)
+        t_skip=${#skip_files[@]}
+        passed=$((passed + t_total - t_bad - t_skip))
         failed=$((failed + t_bad))
-        if [ "$rc" -ne 0 ] || [ "$t_bad" -ne 0 ]; then
+        skipped=$((skipped + t_skip))
+        local s skip_fail=()
+        for s in "${skip_files[@]}"; do
+            skip_notes+=("$label: $s")
+            echo "=== test: TAP file skipped: $s"
+            [ -n "$ci" ] && skip_fail+=("${s%%: *}")
+        done
+        for s in "${skip_points[@]}"; do
+            skip_notes+=("$label: $s")
+            echo "=== test: $s"
+            [ -n "$ci" ] && [[ $s == *"(no reason given)" ]] && skip_fail+=("${s%%: *}")
+        done
+        if [ ${#skip_fail[@]} -gt 0 ]; then
+            echo "=== test: CI: a skipped TAP file, or a test point skipped without a" \
+                 "reason, fails the run: ${skip_fail[*]}"
+        fi
+        if [ "$rc" -ne 0 ] || [ "$t_bad" -ne 0 ] || [ ${#skip_fail[@]} -gt 0 ]; then
             status=1
             echo "=== test: TAP suite FAILED"
-            # Logs of the failed files (tmp_check/log/regress_log_NAME and the
-            # server logs NAME_NODE.log), or all logs if that is not known.
+            # Logs of the failed (or, in CI, skipped) files
+            # (tmp_check/log/regress_log_NAME and the server logs
+            # NAME_NODE.log), or all logs if that is not known.
             logs=()
+            bad_files+=("${skip_fail[@]}")
             if [ ${#bad_files[@]} -gt 0 ]; then
                 for b in "${bad_files[@]}"; do
                     b=$(basename "$b" .pl)
@@ -169,6 +227,7 @@ for version in $VERSIONS; do
         t_start=$(date +%s)
         passed_before=$passed
         failed_before=$failed
+        skipped_before=$skipped
         echo "=== test: $label: building and installing pgss_ng ($("$PG_CONFIG" --version), $PG_CONFIG)"
         build_rc=0
         case $pass in
@@ -203,11 +262,14 @@ for version in $VERSIONS; do
             verdict="FAILED; logs kept in $WORK"
         fi
         status=$((status | status_before))
-        results+=("=== result: $label: $((passed - passed_before)) passed, $((failed - failed_before)) failed, $(( $(date +%s) - t_start ))s ($verdict)")
+        results+=("=== result: $label: $((passed - passed_before)) passed, $((failed - failed_before)) failed, $((skipped - skipped_before)) skipped, $(( $(date +%s) - t_start ))s ($verdict)")
         echo "${results[-1]}"
     done
 done
 
 printf '%s\n' "${results[@]}"
-echo "$passed passed, $failed failed"
+if [ ${#skip_notes[@]} -gt 0 ]; then
+    printf '=== skipped: %s\n' "${skip_notes[@]}"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
 exit "$status"
