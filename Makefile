@@ -15,7 +15,7 @@ MODULE_big = pgss_ng
 OBJS = \
 	src/pgss_ng.o \
 	src/cpu_usage.o \
-	src/kind.o \
+	src/kind_entry.o \
 	src/kind_shmem.o \
 	src/kind_evict.o \
 	src/kind_guard.o \
@@ -24,6 +24,7 @@ OBJS = \
 	src/stmt_kind.o \
 	src/stmt_kind_io.o \
 	src/stmt_errors.o \
+	src/stmt_backend.o \
 	src/hist.o \
 	src/normalize.o \
 	src/qtext.o \

@@ -22,7 +22,7 @@
  *		megabytes, so this is what keeps a full machine from working hard
  *		for nothing.
  *
- * This module is generic: its user (kind_guard.c and kind.c, one state
+ * This module is generic: its user (kind_guard.c and kind_entry.c, one state
  * per kind in PgssNgKindShared) places the state and chooses the
  * message kinds; it has no shared memory, names or messages of its own.
  *

@@ -187,8 +187,14 @@ extern Size pgss_ng_kind_shmem_size(const PgssNgKindInfo *info);
 extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind,
 									   const char *shmem_name);
 
-/* backends */
+/*
+ * backends.  The layer registers no exit callback: the kind's owner
+ * registers one that flushes (pgss_ng_kind_flush with force) and then
+ * calls pgss_ng_kind_detach(), so that the kind's own exit work (e.g. the
+ * statement kind's failure notes) comes first, in one written order.
+ */
 extern bool pgss_ng_kind_attach(PgssNgKind *kind);
+extern void pgss_ng_kind_detach(PgssNgKind *kind);
 extern dsa_area *pgss_ng_kind_area(PgssNgKind *kind);
 extern bool pgss_ng_kind_has_pending(PgssNgKind *kind);
 extern bool pgss_ng_kind_exists(PgssNgKind *kind, const void *key);

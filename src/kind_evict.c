@@ -1,10 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * kind_evict.c
- *	  What bounds a kind's shared entries: the usage of an entry (its
+ *	  How a kind's shared entries go: the drop of an entry (out of the
+ *	  hash, marked, its hash reference released), the refcounted free of
+ *	  its body, and what bounds the entries: the usage of an entry (its
  *	  eviction value), eviction of the least valuable entries when live
  *	  entries exceed max or the kind's own memory is short, and the
- *	  backstop on allocated bodies.
+ *	  backstop on allocated bodies.  The lowest file of the layer: it
+ *	  calls no other file of it.
  *
  * Usage is 1 at creation plus the uses its flushes reported, halving every
  * PGSS_NG_USAGE_HALF_LIFE_MS.  When live entries exceed max, the least
@@ -14,11 +17,13 @@
  * same order, until it no longer says so, at most PGSS_NG_EVICT_PERCENT
  * percent of the live entries per call.  Entries some backend holds a
  * reference to are not candidates.  The backstop (kind_backstop) caps
- * live + dropped bodies not yet freed; lookup_or_create (kind.c) refuses
- * creations beyond it.
+ * live + dropped bodies not yet freed; creation (kind_entry.c) refuses
+ * bodies beyond it.
  *
  * Owns: PgssNgKindShared.dealloc (evictions counted); the usage and
- * usage_time of bodies are written by flushes (kind.c) and read here.
+ * usage_time of bodies are written by flushes (kind_entry.c) and read
+ * here.  Whoever releases the last reference to a body frees it here
+ * (kind_release_ref), counting it out of entries_allocated.
  *
  * Locking: <name>_dealloc serializes removals (eviction, reset); eviction
  * takes it conditionally: a backend that finds another one evicting goes
@@ -40,6 +45,60 @@
 #include "utils/timestamp.h"
 
 #include "kind_int.h"
+
+/*
+ * kind_free_body
+ *		Free a dropped body nobody refers to any more.  No lock needed.
+ */
+void
+kind_free_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
+{
+	Assert(pg_atomic_read_u32(&shared->refcount) == 0);
+
+	if (kind->info->free_cb)
+		kind->info->free_cb(kind, PgssNgSharedData(shared));
+	dsa_free(kind->area, body);
+	pg_atomic_fetch_sub_u32(&kind->shared->entries_allocated, 1);
+}
+
+/*
+ * kind_release_ref
+ *		Drop one reference to a body; the last one frees it.  The hash holds
+ *		a reference of its own, so the last release is always of a body that
+ *		was already dropped.
+ */
+void
+kind_release_ref(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
+{
+	if (pg_atomic_sub_fetch_u32(&shared->refcount, 1) == 0)
+		kind_free_body(kind, body, shared);
+}
+
+/*
+ * kind_mark_dropped
+ *		Flag a body as dropped for reason, under its lock, so that flushes
+ *		see it.  The caller removes it from the hash and then calls
+ *		kind_forget_body().
+ */
+void
+kind_mark_dropped(PgssNgSharedEntry *shared, PgssNgDropReason reason)
+{
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
+	shared->dropped = reason;
+	LWLockRelease(&shared->lock);
+}
+
+/*
+ * kind_forget_body
+ *		After removal from the hash: one live entry less, and the hash's
+ *		reference released (freeing the body if nobody else holds one).
+ */
+void
+kind_forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
+{
+	pg_atomic_fetch_sub_u32(&kind->shared->entries_live, 1);
+	kind_release_ref(kind, body, shared);
+}
 
 /* One eviction candidate. */
 typedef struct EvictCandidate

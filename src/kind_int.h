@@ -5,12 +5,13 @@
  *	  else: the shared structures, the backend-local handle of a kind, and
  *	  the functions one file of the layer calls in another.
  *
- *	  kind_shmem.c   set-up in the postmaster, attach and exit flush
- *	  kind.c         entries, references, pending data, flush, drop
+ *	  kind_shmem.c   set-up in the postmaster, attach and detach
+ *	  kind_entry.c   entries, references, pending data, flush
  *	  kind_maint.c   readers and maintenance: foreach, drop and update of
  *	                 matching entries, kind-wide counters
- *	  kind_evict.c   usage, eviction (for max, and for room in the kind's
- *	                 own memory: needs_room_cb) and the backstop
+ *	  kind_evict.c   drop and refcounted free, usage, eviction (for max,
+ *	                 and for room in the kind's own memory: needs_room_cb)
+ *	                 and the backstop
  *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
  *	                 limit and the allocation back-off it starts (on
  *	                 errlimit.c, with one state per kind)
@@ -126,15 +127,15 @@ struct PgssNgKind
 	((void *) (((char *) PENDING_REF(kind, pe)) + \
 			   MAXALIGN(sizeof(PgssNgEntryRef))))
 
-/* kind.c: references and drops (also used by kind_evict.c, kind_maint.c) */
+/* kind_evict.c: drops, references, usage and the backstop */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,
 						   PgssNgSharedEntry *shared);
+extern void kind_release_ref(PgssNgKind *kind, dsa_pointer body,
+							 PgssNgSharedEntry *shared);
 extern void kind_mark_dropped(PgssNgSharedEntry *shared,
 							  PgssNgDropReason reason);
 extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
 							 PgssNgSharedEntry *shared);
-
-/* kind_evict.c */
 extern double kind_decayed_usage(double usage, TimestampTz t,
 								 TimestampTz now);
 extern int	kind_backstop(PgssNgKind *kind);

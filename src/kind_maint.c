@@ -6,7 +6,7 @@
  *	  updating the entries whose key matches, reading or updating one
  *	  entry, and the kind-wide counters and limit.
  *
- * Owns: nothing of its own; it reads and removes what kind.c creates,
+ * Owns: nothing of its own; it reads and removes what kind_entry.c creates,
  * and reads and resets the event counters of PgssNgKindShared.
  *
  * Locking: visits and updates take each partition lock shared (one at a

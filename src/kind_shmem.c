@@ -2,15 +2,16 @@
  *
  * kind_shmem.c
  *	  Set-up of a kind: its handle, its named LWLocks, its control block
- *	  and DSA area in main shared memory (in the postmaster), a backend's
- *	  attachment to them, and the flush and detach at the backend's exit.
+ *	  and DSA area in main shared memory (in the postmaster), and a
+ *	  backend's attachment to them and detachment at exit.
  *
  * Owns: PgssNgKindShared's creation and the tranche ids in it; a
- * handle's area, hash and pending hash (made at attach, released at exit).
+ * handle's area, hash and pending hash (made at attach, released at
+ * detach).  The layer registers no exit callback: the kind's owner flushes
+ * and then calls pgss_ng_kind_detach() from its own (see kind.h).
  *
  * Locking: set-up runs with AddinShmemInitLock held by the caller; attach
- * and detach take no lock of this layer (dsa and dshash take their own);
- * the exit flush takes entry locks like any flush (kind.c).
+ * and detach take no lock of this layer (dsa and dshash take their own).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,7 +20,6 @@
 #include <xxhash.h>
 
 #include "miscadmin.h"
-#include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
@@ -33,8 +33,6 @@
  * segments that backends add on demand.
  */
 #define PGSS_NG_DSA_INIT_SIZE	(256 * 1024)
-
-static void pgss_ng_kind_shutdown(int code, Datum arg);
 
 /*
  * pgss_ng_kind_define
@@ -199,8 +197,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
  *		Attach this backend to the kind's area and hash, once.
  *
  * Returns false when there is nothing to attach to (library not preloaded)
- * or the backend is already past its exit flush.  Registers the exit
- * callback that flushes everything still pending and detaches.
+ * or the backend has detached (pgss_ng_kind_detach, at exit).
  * Memory: handles and the pending hash live in TopMemoryContext.
  * Errors: only can't-happen errors from dsa/dshash attach.
  */
@@ -236,27 +233,25 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 	kind->npending = 0;
 
 	MemoryContextSwitchTo(oldcxt);
-
-	before_shmem_exit(pgss_ng_kind_shutdown, PointerGetDatum(kind));
 	return true;
 }
 
 /*
- * pgss_ng_kind_shutdown
- *		before_shmem_exit callback: flush everything pending, waiting for
- *		locks, then detach from the area.  Nothing counted is left behind.
+ * pgss_ng_kind_detach
+ *		Detach this backend from the kind's area and hash, for good (a
+ *		later pgss_ng_kind_attach() returns false).  Called by the kind's
+ *		owner from its exit callback, after its last flush
+ *		(pgss_ng_kind_flush with force): pending data still held then is
+ *		lost, with the references it holds.  Nothing to do if never
+ *		attached.  No lock of this layer.
  */
-static void
-pgss_ng_kind_shutdown(int code, Datum arg)
+void
+pgss_ng_kind_detach(PgssNgKind *kind)
 {
-	PgssNgKind *kind = (PgssNgKind *) DatumGetPointer(arg);
-
+	kind->detaching = true;
 	if (kind->area == NULL)
 		return;
 
-	pgss_ng_kind_flush(kind, true);
-
-	kind->detaching = true;
 	dshash_detach(kind->hash);
 	kind->hash = NULL;
 	dsa_release_in_place(raw_dsa_place(kind));

@@ -40,6 +40,7 @@
 #include "cpu_usage.h"
 #include "persist.h"
 #include "qtext.h"
+#include "stmt_errors.h"
 #include "stmt_kind.h"
 
 PG_MODULE_MAGIC;

@@ -1,38 +1,34 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_errors.c
- *	  Failed executions of the statement kind: the errors and
- *	  error_exec_time counters.  Part of the statement kind (with
- *	  stmt_kind.c and stmt_kind_io.c; they share stmt_kind_int.h).
+ *	  Failed executions of the statement kind, as they happen: the frames
+ *	  of the tracked statements in progress and the notes of those that
+ *	  failed.  The notes become the errors and error_exec_time counters
+ *	  when stmt_backend.c merges them.
  *
  * The hooks (pgss_ng.c) open a *frame* around each call that runs a
  * tracked statement with a queryid (planner, ExecutorStart, ExecutorRun,
- * ExecutorFinish, ProcessUtility) and close it when the call returns.  A
- * call that ends in an ERROR closes its frame with pgss_ng_stmt_failed()
- * from its PG_CATCH, on the way out: the statement that raised and every
- * enclosing tracked statement the ERROR passes through each note one
- * failed execution.  A FATAL (terminate, lost client connection) jumps
- * to process exit without running the PG_CATCH blocks: the frames still
- * open then are the statements it aborted, noted at exit.
+ * ExecutorFinish, ProcessUtility), through pgss_ng_stmt_begin(), and close
+ * it when the call returns.  A call that ends in an ERROR closes its frame
+ * with pgss_ng_stmt_failed() from its PG_CATCH, on the way out: the
+ * statement that raised and every enclosing tracked statement the ERROR
+ * passes through each note one failed execution.  A FATAL (terminate, lost
+ * client connection) jumps to process exit without running the PG_CATCH
+ * blocks: the frames still open then are the statements it aborted, noted
+ * by the statement kind's exit callback (pgss_ng_stmt_note_open_frames).
  *
  * While an ERROR is in flight nothing here may raise an ERROR or wait for
  * a lock: pgss_ng_stmt_failed() only writes into the static arrays below
  * and copies the statement's text with a no-OOM allocation (the text is
- * needed should the entry have to be made; NULL if the copy fails).  The
- * notes become pending counts in pgss_ng_stmt_merge_errors(), where that
- * is safe: when the next tracked call opens its frame (so a session whose
- * statements all fail, or a loop catching errors, does not fill the
- * notes), at every pgss_ng_flush() (the end of each top-level statement,
- * tracked or not), before a view read or reset of this backend, and at
- * exit (a before_shmem_exit callback that runs before the kind layer's
- * exit flush).  A note that finds no room, or whose entry cannot be
- * made, counts in dropped.
+ * needed should the entry have to be made; NULL if the copy fails).  So
+ * this file touches no shared memory at all: stmt_backend.c takes the
+ * notes (pgss_ng_stmt_take_note) and makes them pending counts where that
+ * is safe (see pgss_ng_stmt_merge_errors).  A failure that finds no room
+ * is counted in notes_lost, which the merge counts as dropped.
  *
  * Owns: the frame stack and the notes (backend-local, static).
  *
- * Locking: none while noting.  Merging takes what pgss_ng_stmt_pending()
- * takes (partition lock, alloc lock for a creation past max) and the info
- * spinlock, under pgss_ng_kind_guard().
+ * Locking: none.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,11 +36,10 @@
 
 #include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "storage/ipc.h"
 #include "utils/memutils.h"
 
-#include "stmt_kind.h"
-#include "stmt_kind_int.h"
+#include "compat.h"
+#include "stmt_errors.h"
 
 /* Frames kept (deeper nesting is not recorded: its failures drop). */
 #define PGSS_NG_MAX_FRAMES		64
@@ -67,65 +62,28 @@ typedef struct StmtFrame
 	instr_time	start;			/* the call's start */
 } StmtFrame;
 
-/* A failed execution waiting to be merged. */
-typedef struct StmtNote
-{
-	PgssNgStmtKey key;
-	double		elapsed_ms;		/* time it ran until the error */
-	char	   *text;			/* the statement's text (TopMemoryContext,
-								 * no-OOM), NULL if it could not be copied */
-	int			textlen;
-} StmtNote;
-
 static StmtFrame frames[PGSS_NG_MAX_FRAMES];
 static int	nframes = 0;		/* frames open, even past the array */
 
-static StmtNote notes[PGSS_NG_MAX_NOTES];
+static PgssNgFailureNote notes[PGSS_NG_MAX_NOTES];
 static int	nnotes = 0;
 static int64 notes_lost = 0;	/* failures not noted: no room */
 
-/* the note being merged, for the guard's error path */
-static StmtNote merging;
-static bool merging_valid = false;
-
-static bool exit_registered = false;
-
 /*
- * attach_internal
- *		Guarded function of pgss_ng_stmt_begin(): attach this backend.
- */
-static void
-attach_internal(void *arg)
-{
-	(void) pgss_ng_stmt_attach();
-}
-
-/*
- * pgss_ng_stmt_begin
+ * pgss_ng_stmt_open_frame
  *		Open a frame for a tracked call of a statement (queryid non-zero):
  *		the source string and the statement's place in it, the run time
  *		it had before this call (ms).  Returns the frame's number, for
- *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().  Called on the
- *		hooks' normal path only, never while an ERROR is in flight.
- *
- * The first call in a backend attaches it (under pgss_ng_kind_guard, so
- * no ERROR escapes), so that the exit callback is there should a FATAL
- * end its very first statement.  Failures noted since the last merge are
- * merged first (pgss_ng_stmt_merge_errors: guarded, may take the locks of
- * a store); otherwise it takes no lock and raises nothing.
+ *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().  Called through
+ *		pgss_ng_stmt_begin() on the hooks' normal path, never while an
+ *		ERROR is in flight.  A frame past PGSS_NG_MAX_FRAMES is counted
+ *		but not kept.
  */
 int
-pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
-				   int query_location, int query_len, double prior_ms)
+pgss_ng_stmt_open_frame(uint64 queryid, bool toplevel, const char *query,
+						int query_location, int query_len, double prior_ms)
 {
-	int			frame;
-
-	if (unlikely(!exit_registered))
-		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "attach",
-								  attach_internal, NULL);
-	if (unlikely(nnotes > 0 || notes_lost > 0))
-		pgss_ng_stmt_merge_errors();
-	frame = nframes++;
+	int			frame = nframes++;
 
 	if (frame < PGSS_NG_MAX_FRAMES)
 	{
@@ -164,7 +122,7 @@ pgss_ng_stmt_end(int frame)
 static void
 note_frame(const StmtFrame *f)
 {
-	StmtNote   *n;
+	PgssNgFailureNote *n;
 	instr_time	now;
 	const char *text;
 	int			location = f->query_location;
@@ -176,11 +134,10 @@ note_frame(const StmtFrame *f)
 		return;
 	}
 	n = &notes[nnotes++];
-	memset(&n->key, 0, sizeof(n->key));
-	n->key.userid = f->userid;
-	n->key.dbid = MyDatabaseId;
-	n->key.queryid = f->queryid;
-	n->key.toplevel = f->toplevel;
+	n->userid = f->userid;
+	n->dbid = MyDatabaseId;
+	n->queryid = f->queryid;
+	n->toplevel = f->toplevel;
 	INSTR_TIME_SET_CURRENT(now);
 	INSTR_TIME_SUBTRACT(now, f->start);
 	n->elapsed_ms = f->prior_ms + INSTR_TIME_GET_MILLISEC(now);
@@ -220,87 +177,14 @@ pgss_ng_stmt_failed(int frame)
 }
 
 /*
- * merge_note
- *		Add one noted failure to this backend's pending counters, making
- *		the entry if needed (with the noted text, or none); dropped if it
- *		cannot be made.  Frees the text.  Errors: those of
- *		pgss_ng_stmt_pending(), under the caller's guard.
- */
-static void
-merge_note(StmtNote *n)
-{
-	PgssNgCounters *c;
-
-	c = pgss_ng_stmt_pending(&n->key, n->text, 0, n->textlen, true);
-	if (c == NULL)
-		pgss_ng_stmt_count_dropped(1);
-	else
-	{
-		c->errors += 1;
-		c->error_exec_time += n->elapsed_ms;
-	}
-}
-
-/*
- * merge_errors_internal
- *		The body of pgss_ng_stmt_merge_errors(), run under
- *		pgss_ng_kind_guard().  Each note leaves the array before it is
- *		merged (in merging), so that an ERROR cannot merge it twice.
- */
-static void
-merge_errors_internal(void *arg)
-{
-	if (!pgss_ng_stmt_attach())
-		return;
-	if (notes_lost > 0)
-	{
-		pgss_ng_stmt_count_dropped(notes_lost);
-		notes_lost = 0;
-	}
-	while (nnotes > 0)
-	{
-		merging = notes[--nnotes];
-		merging_valid = true;
-		merge_note(&merging);
-		if (merging.text)
-			pfree(merging.text);
-		merging_valid = false;
-	}
-}
-
-/*
- * pgss_ng_stmt_merge_errors
- *		Turn the failed executions noted so far into pending counts (see the
- *		file header for when).  No ERROR escapes (pgss_ng_kind_guard); a
- *		note whose merge raised one counts as dropped.  Memory: the notes'
- *		texts are freed.
+ * pgss_ng_stmt_note_open_frames
+ *		At exit (the statement kind's exit callback): the frames still open
+ *		are statements that a FATAL aborted (an ERROR closes its frames on
+ *		the way out); note one failed execution for each, innermost first,
+ *		and close them.  Raises nothing, takes no lock.
  */
 void
-pgss_ng_stmt_merge_errors(void)
-{
-	if (nnotes == 0 && notes_lost == 0)
-		return;
-	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record failed executions",
-							merge_errors_internal, NULL) &&
-		merging_valid)
-	{
-		merging_valid = false;
-		if (merging.text)
-			pfree(merging.text);
-		pgss_ng_stmt_count_dropped(1);
-	}
-}
-
-/*
- * stmt_errors_exit
- *		before_shmem_exit callback, run before the kind layer's exit flush
- *		(registered after it): the frames still open are statements that a
- *		FATAL aborted (an ERROR closes its frames on the way out); note
- *		them, and merge everything noted, which the exit flush then
- *		flushes.
- */
-static void
-stmt_errors_exit(int code, Datum arg)
+pgss_ng_stmt_note_open_frames(void)
 {
 	int			i;
 
@@ -309,20 +193,44 @@ stmt_errors_exit(int code, Datum arg)
 	if (nframes > PGSS_NG_MAX_FRAMES)
 		notes_lost += nframes - PGSS_NG_MAX_FRAMES;
 	nframes = 0;
-	pgss_ng_stmt_merge_errors();
 }
 
 /*
- * pgss_ng_stmt_errors_attached
- *		Called once this backend is attached to the kind, after the layer
- *		registered its exit flush: register stmt_errors_exit so that it
- *		runs before that flush (callbacks run last-in first-out).
+ * pgss_ng_stmt_notes_waiting
+ *		Whether failures were noted (or lost) since the last merge.
  */
-void
-pgss_ng_stmt_errors_attached(void)
+bool
+pgss_ng_stmt_notes_waiting(void)
 {
-	if (exit_registered)
-		return;
-	before_shmem_exit(stmt_errors_exit, (Datum) 0);
-	exit_registered = true;
+	return nnotes > 0 || notes_lost > 0;
+}
+
+/*
+ * pgss_ng_stmt_take_note
+ *		Move the last note into *note and return true, or return false if
+ *		there is none.  The note leaves the array before its taker merges
+ *		it, so that an ERROR during the merge cannot merge it twice; the
+ *		taker owns (and frees) its text from then on.
+ */
+bool
+pgss_ng_stmt_take_note(PgssNgFailureNote *note)
+{
+	if (nnotes == 0)
+		return false;
+	*note = notes[--nnotes];
+	return true;
+}
+
+/*
+ * pgss_ng_stmt_take_notes_lost
+ *		The number of failures that found no room since the last call (to
+ *		be counted as dropped), and restart that count.
+ */
+int64
+pgss_ng_stmt_take_notes_lost(void)
+{
+	int64		n = notes_lost;
+
+	notes_lost = 0;
+	return n;
 }

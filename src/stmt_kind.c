@@ -5,35 +5,31 @@
  *	  kind layer.  Key (userid, dbid, queryid, toplevel); pending data is a
  *	  PgssNgCounters; shared data adds the query text and timestamps.
  *
- * This file and stmt_kind_io.c are the only code that interprets the
- * counters: counting one call, merging pending into shared counters, the
- * min/max reset, what a reader sees (entries with calls, the time
- * statistics), the snapshot copy and the saved record; stmt_errors.c adds
- * failed executions to pending counters.  It also owns the info counters
- * (PgssNgInfo) and the GUC pgss_ng.max.
+ * This file holds the kind itself: its description and callbacks (init,
+ * flush, discard, free, needs room), the merge of pending into shared
+ * counters, the lookup of a backend's pending counters, the info counters
+ * (PgssNgInfo) and the GUC pgss_ng.max.  What a backend records (attach,
+ * one call, failed executions, flush, exit) is in stmt_backend.c; what
+ * readers see, resets and the saved record in stmt_kind_io.c.  Only these
+ * files interpret the counters.
  *
  * Locking: counters in shared entries are changed only by the flush
  * callback (entry lock exclusive) and the reset and update callbacks
  * (idem); the info counters by their spinlock.  Nothing here raises an
- * ERROR into the user's statement: pgss_ng_store() catches what the
- * layers below could throw and counts the lost work as dropped.
+ * ERROR into the user's statement: its callers run under
+ * pgss_ng_kind_guard(), which catches what the layers below could throw.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "replication/walsender.h"
-#include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/guc.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "normalize.h"
 #include "qtext.h"
 #include "stmt_kind.h"
 #include "stmt_kind_int.h"
@@ -68,9 +64,6 @@ const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES] = {
 	0.5, 0.9, 0.95, 0.99, 0.999
 };
 PgssNgInfo *pgss_ng_info_shared = NULL;
-
-/* counted in PgssNgInfo.nattached (pgss_ng_stmt_attach) */
-static bool stmt_counted_attached = false;
 
 /* GUC pgss_ng.max: most live statement entries (eviction keeps to it) */
 static int	stmt_max = 5000;
@@ -190,66 +183,6 @@ bool
 pgss_ng_stmt_ready(void)
 {
 	return pgss_ng_info_shared != NULL;
-}
-
-/*
- * stmt_detach_count
- *		before_shmem_exit callback, registered before the kind layer's own
- *		(so it runs after it, callbacks running last-in first-out): this
- *		process has flushed and detached; stop counting it.
- */
-static void
-stmt_detach_count(int code, Datum arg)
-{
-	if (stmt_counted_attached)
-		pg_atomic_fetch_sub_u32(&pgss_ng_info_shared->nattached, 1);
-	stmt_counted_attached = false;
-}
-
-/*
- * pgss_ng_stmt_attach
- *		Attach this backend to the statement kind's shared entries, once.
- *		False when the library was not preloaded (see pgss_ng_kind_attach).
- *
- * Counts the attached processes that the writer (persist.c) waits for at
- * shutdown, until their exit flush is done.  Not walsenders: PostgreSQL
- * stops them only after the background workers, so the writer could not
- * wait for them; they flush with a waiting lock at every statement end
- * instead (pgss_ng_flush).
- */
-bool
-pgss_ng_stmt_attach(void)
-{
-	static bool exit_registered = false;
-
-	if (pgss_ng_info_shared == NULL)
-		return false;
-	if (!exit_registered)
-	{
-		before_shmem_exit(stmt_detach_count, (Datum) 0);
-		exit_registered = true;
-	}
-	if (!pgss_ng_kind_attach(pgss_ng_stmt_kind))
-		return false;
-	/* after the layer's exit callback: runs before it */
-	pgss_ng_stmt_errors_attached();
-	if (!stmt_counted_attached && !am_walsender)
-	{
-		pg_atomic_fetch_add_u32(&pgss_ng_info_shared->nattached, 1);
-		stmt_counted_attached = true;
-	}
-	return true;
-}
-
-/*
- * pgss_ng_stmt_attached
- *		Processes attached and not yet past their exit flush (walsenders
- *		not counted).  Read without a lock.
- */
-uint32
-pgss_ng_stmt_attached(void)
-{
-	return pg_atomic_read_u32(&pgss_ng_info_shared->nattached);
 }
 
 /*
@@ -468,119 +401,6 @@ stmt_discard_pending(PgssNgEntryRef *ref)
 }
 
 /*
- * count_one
- *		Record one planning or execution (phase) in pending counters
- *		(backend-local, no lock).  total_time in ms, counted in the
- *		phase's histogram too.  Mean and variance by Welford's method.  What the server does not measure (compat.h's
- *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage and
- *		parallel may be NULL (nothing to add).  A JIT phase is counted in
- *		its *_count when its time is non-zero, as pg_stat_statements does.
- *		cpu: the call's CPU time, or NULL when it was not sampled.
- */
-static void
-count_one(PgssNgPending *p, PgssNgPhase phase, double total_time,
-		  uint64 rows, const BufferUsage *bufusage, const WalUsage *walusage,
-		  const JitInstrumentation *jitusage,
-		  const PgssNgParallelUsage *parallel, const PgssNgCpuUsage *cpu)
-{
-	PgssNgCounters *c = &p->counters;
-
-	/* the kind layer zeroes only the counters of a new pending entry */
-	if (c->calls[phase] == 0)
-		pgss_ng_hist_dense_clear(&p->hist[phase]);
-	pgss_ng_hist_add(&p->hist[phase], total_time);
-	if (cpu)
-	{
-		c->cpu_samples[phase] += 1;
-		c->user_time[phase] += cpu->user_ms;
-		c->system_time[phase] += cpu->system_ms;
-	}
-	c->calls[phase] += 1;
-	c->total_time[phase] += total_time;
-	if (c->calls[phase] == 1)
-	{
-		c->min_time[phase] = total_time;
-		c->max_time[phase] = total_time;
-		c->mean_time[phase] = total_time;
-	}
-	else
-	{
-		double		old_mean = c->mean_time[phase];
-
-		c->mean_time[phase] += (total_time - old_mean) / c->calls[phase];
-		c->sum_var_time[phase] +=
-			(total_time - old_mean) * (total_time - c->mean_time[phase]);
-		c->min_time[phase] = Min(c->min_time[phase], total_time);
-		c->max_time[phase] = Max(c->max_time[phase], total_time);
-	}
-
-	c->rows += rows;
-	c->shared_blks_hit += bufusage->shared_blks_hit;
-	c->shared_blks_read += bufusage->shared_blks_read;
-	c->shared_blks_dirtied += bufusage->shared_blks_dirtied;
-	c->shared_blks_written += bufusage->shared_blks_written;
-	c->local_blks_hit += bufusage->local_blks_hit;
-	c->local_blks_read += bufusage->local_blks_read;
-	c->local_blks_dirtied += bufusage->local_blks_dirtied;
-	c->local_blks_written += bufusage->local_blks_written;
-	c->temp_blks_read += bufusage->temp_blks_read;
-	c->temp_blks_written += bufusage->temp_blks_written;
-	c->shared_blk_read_time +=
-		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_READ_TIME(bufusage));
-	c->shared_blk_write_time +=
-		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_WRITE_TIME(bufusage));
-#if PGSS_NG_HAVE_LOCAL_BLK_TIME
-	c->local_blk_read_time +=
-		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_LOCAL_READ_TIME(bufusage));
-	c->local_blk_write_time +=
-		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_LOCAL_WRITE_TIME(bufusage));
-#endif
-	c->temp_blk_read_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_read_time);
-	c->temp_blk_write_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_write_time);
-	c->wal_records += walusage->wal_records;
-	c->wal_fpi += walusage->wal_fpi;
-	c->wal_bytes += walusage->wal_bytes;
-#if PGSS_NG_HAVE_WAL_BUFFERS_FULL
-	c->wal_buffers_full += PGSS_NG_WAL_BUFFERS_FULL(walusage);
-#endif
-
-	if (jitusage)
-	{
-		double		inlining = INSTR_TIME_GET_MILLISEC(jitusage->inlining_counter);
-		double		optimization = INSTR_TIME_GET_MILLISEC(jitusage->optimization_counter);
-		double		emission = INSTR_TIME_GET_MILLISEC(jitusage->emission_counter);
-
-		c->jit_functions += jitusage->created_functions;
-		c->jit_generation_time += INSTR_TIME_GET_MILLISEC(jitusage->generation_counter);
-		if (inlining)
-			c->jit_inlining_count++;
-		c->jit_inlining_time += inlining;
-		if (optimization)
-			c->jit_optimization_count++;
-		c->jit_optimization_time += optimization;
-		if (emission)
-			c->jit_emission_count++;
-		c->jit_emission_time += emission;
-#if PGSS_NG_HAVE_JIT_DEFORM
-		{
-			double		deform =
-				INSTR_TIME_GET_MILLISEC(PGSS_NG_JIT_DEFORM_TIME(jitusage));
-
-			if (deform)
-				c->jit_deform_count++;
-			c->jit_deform_time += deform;
-		}
-#endif
-	}
-
-	if (parallel)
-	{
-		c->parallel_workers_to_launch += parallel->to_launch;
-		c->parallel_workers_launched += parallel->launched;
-	}
-}
-
-/*
  * pgss_ng_stmt_pending
  *		This backend's pending counters for key, making the shared entry if
  *		needed with the statement's text: text is the source string and
@@ -605,159 +425,24 @@ pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *text,
 	return ref ? (PgssNgCounters *) ref->pending : NULL;
 }
 
-/* What pgss_ng_store() records, for store_internal under the guard. */
-typedef struct StoreArgs
-{
-	const char *query;			/* the source string */
-	uint64		queryid;
-	int			query_location; /* the statement's place in it */
-	int			query_len;
-	PgssNgPhase phase;
-	bool		toplevel;
-	double		total_time;		/* ms */
-	uint64		rows;
-	const BufferUsage *bufusage;
-	const WalUsage *walusage;
-	const JitInstrumentation *jitusage; /* or NULL */
-	const PgssNgParallelUsage *parallel;	/* or NULL */
-	const PgssNgCpuUsage *cpu;	/* or NULL */
-	JumbleState *jstate;		/* parse analysis only, or NULL */
-} StoreArgs;
 
 /*
- * store_internal
- *		The body of pgss_ng_store(), run under pgss_ng_kind_guard(); may
- *		raise ERRORs from below (local out-of-memory, DSM mapping
- *		failures), which the guard catches.
- *
- * With jstate (parse analysis of a statement with constants) it only makes
- * sure the entry exists, normalizing the text if it does not: the
- * normalized text can only be computed here.  Otherwise it adds one
- * planning or execution to the backend's pending counters, creating the
- * entry with the statement's own text if needed.  Memory: the normalized
- * text is palloc'd in CurrentMemoryContext and freed before returning.
+ * pgss_ng_stmt_create
+ *		Make sure a shared entry exists for key, with text (len bytes,
+ *		stored as it is: the normalized text made at parse analysis),
+ *		without counting anything (pg_stat_statements' "sticky" entry).
+ *		Nothing happens if the entry cannot be made (backstop, out of
+ *		shared memory).  Errors: those of pgss_ng_kind_create(); call
+ *		under pgss_ng_kind_guard().  Caller attached.
  */
-static void
-store_internal(void *arg)
+void
+pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text, int len)
 {
-	StoreArgs  *sa = (StoreArgs *) arg;
-	const char *query = sa->query;
-	int			query_location = sa->query_location;
-	int			query_len = sa->query_len;
-	JumbleState *jstate = sa->jstate;
-	PgssNgKind *sk = pgss_ng_stmt_kind;
-	PgssNgStmtKey key;
 	StmtInitArg ia;
-	PgssNgCounters *c;
-	char	   *norm_query = NULL;
 
-	if (!pgss_ng_stmt_attach())
-		return;
-
-	memset(&key, 0, sizeof(key));
-	key.userid = GetUserId();
-	key.dbid = MyDatabaseId;
-	key.queryid = sa->queryid;
-	key.toplevel = sa->toplevel;
-
-	if (jstate != NULL && pgss_ng_kind_exists(sk, &key))
-		return;
-
-	if (jstate != NULL)
-	{
-		query = CleanQuerytext(query, &query_location, &query_len);
-		norm_query = pgss_ng_normalize_query(jstate, query, query_location,
-											 &query_len);
-		ia.text = norm_query;
-		ia.location = 0;
-		ia.len = query_len;
-		ia.normalized = true;
-		(void) pgss_ng_kind_create(sk, &key, stmt_init, &ia);
-		pfree(norm_query);
-		return;
-	}
-
-	c = pgss_ng_stmt_pending(&key, query, query_location, query_len, false);
-	if (c == NULL)
-	{
-		pgss_ng_stmt_count_dropped(1);
-		return;
-	}
-	/* c is the first member of the pending entry (PgssNgPending) */
-	count_one((PgssNgPending *) c, sa->phase, sa->total_time, sa->rows,
-			  sa->bufusage, sa->walusage, sa->jitusage, sa->parallel,
-			  sa->cpu);
-}
-
-/*
- * pgss_ng_store
- *		Record a planning or execution of a statement (or, with jstate,
- *		make its entry with the normalized text).  Called from the hooks.
- *
- * query/query_location/query_len locate the statement in its source
- * string; total_time is in ms; cpu is the call's CPU time, NULL if it was
- * not sampled.  No ERROR escapes into the user's
- * statement: one raised below is caught, logged, and the planning or
- * execution counted as dropped.
- */
-void
-pgss_ng_store(const char *query, uint64 queryid, int query_location,
-			  int query_len, PgssNgPhase phase, bool toplevel,
-			  double total_time, uint64 rows, const BufferUsage *bufusage,
-			  const WalUsage *walusage, const JitInstrumentation *jitusage,
-			  const PgssNgParallelUsage *parallel,
-			  const PgssNgCpuUsage *cpu, JumbleState *jstate)
-{
-	/* in StoreArgs' order */
-	StoreArgs	sa = {query, queryid, query_location, query_len, phase,
-					  toplevel, total_time, rows, bufusage, walusage,
-					  jitusage, parallel, cpu, jstate};
-
-	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
-		return;
-
-	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
-							store_internal, &sa) &&
-		jstate == NULL)
-		pgss_ng_stmt_count_dropped(1);
-}
-
-/*
- * flush_internal
- *		The body of pgss_ng_flush(), run under pgss_ng_kind_guard(); arg
- *		points to its force argument.
- */
-static void
-flush_internal(void *arg)
-{
-	bool		force = *(bool *) arg;
-
-	/* walsenders are not waited for at shutdown: never leave anything */
-	pgss_ng_kind_flush(pgss_ng_stmt_kind, force || am_walsender);
-	/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
-	pgss_ng_kind_evict(pgss_ng_stmt_kind);
-}
-
-/*
- * pgss_ng_flush
- *		Merge the failed executions noted since the last flush into the
- *		pending counters (pgss_ng_stmt_merge_errors), flush this backend's
- *		pending statement counters (see pgss_ng_kind_flush), then evict if
- *		live entries exceed max.  Called
- *		at the end of each top-level statement (force false); the SQL
- *		functions flush through pgss_ng_stmt_read() and
- *		pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
- *		mapped while freeing) is caught and logged (pgss_ng_kind_guard);
- *		what stayed pending is retried next time.
- */
-void
-pgss_ng_flush(bool force)
-{
-	pgss_ng_stmt_merge_errors();
-	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
-		return;
-
-	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
-							  "flush statement statistics",
-							  flush_internal, &force);
+	ia.text = text;
+	ia.location = 0;
+	ia.len = len;
+	ia.normalized = true;
+	(void) pgss_ng_kind_create(pgss_ng_stmt_kind, key, stmt_init, &ia);
 }

@@ -13,7 +13,7 @@
  *	  PgssNgCounters, its merge (a sum), its place in the saved record and
  *	  its output column (in list order: the first list after the exec time
  *	  group, the second at the end of the view); then fill it in
- *	  count_one() (stmt_kind.c) or where it is counted, add the column to
+ *	  count_one() (stmt_backend.c) or where it is counted, add the column to
  *	  the install script, and bump PGSS_NG_FILE_VERSION (persist.c): the
  *	  saved record changed.
  *
@@ -114,7 +114,8 @@ typedef struct PgssNgStmtKey
  * The counters that add up and that pg_stat_statements does not have,
  * output after all of its columns (same X arguments):
  *	  errors: executions that ended in an ERROR (or a FATAL), counted by
- *		stmt_errors.c; error_exec_time: ms they ran until then.
+ *		stmt_errors.c and stmt_backend.c; error_exec_time: ms they ran
+ *		until then.
  */
 #define PGSS_NG_OWN_COUNTERS(X) \
 	X(errors, int64, INT8, true) \
@@ -217,16 +218,18 @@ typedef struct PgssNgSavedInfo
 /* the statement kind's handle in the kind layer */
 extern PgssNgKind *pgss_ng_stmt_kind;
 
-/* set-up (_PG_init, shared memory hooks) */
+/* set-up (_PG_init, shared memory hooks): stmt_kind.c */
 extern void pgss_ng_stmt_init(void);
 extern Size pgss_ng_stmt_shmem_size(void);
 extern void pgss_ng_stmt_shmem_request(void);
 extern void pgss_ng_stmt_shmem_startup(void);
 extern bool pgss_ng_stmt_ready(void);
+
+/* a backend's attachment, with its exit sequence: stmt_backend.c */
 extern bool pgss_ng_stmt_attach(void);
 extern uint32 pgss_ng_stmt_attached(void);
 
-/* the hooks */
+/* the hooks: stmt_backend.c */
 extern void pgss_ng_store(const char *query, uint64 queryid,
 						  int query_location, int query_len,
 						  PgssNgPhase phase, bool toplevel,
@@ -239,14 +242,15 @@ extern void pgss_ng_store(const char *query, uint64 queryid,
 						  JumbleState *jstate);
 extern void pgss_ng_flush(bool force);
 
-/* failed executions (stmt_errors.c), from the hooks */
+/*
+ * failed executions, from the hooks: a frame opened here is closed with
+ * pgss_ng_stmt_end() or pgss_ng_stmt_failed() (stmt_errors.h)
+ */
 extern int	pgss_ng_stmt_begin(uint64 queryid, bool toplevel,
 							   const char *query, int query_location,
 							   int query_len, double prior_ms);
-extern void pgss_ng_stmt_end(int frame);
-extern void pgss_ng_stmt_failed(int frame);
 
-/* the SQL functions */
+/* the SQL functions: stmt_kind_io.c */
 extern void pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
 							  PgssNgStmtEmitFn emit, void *arg);
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
@@ -255,7 +259,7 @@ extern void pgss_ng_stmt_info(PgssNgStmtInfo *out);
 extern bool pgss_ng_stmt_histograms(const PgssNgStmtKey *key,
 									PgssNgHistPair *out);
 
-/* the writer (persist.c) */
+/* the writer (persist.c): stmt_kind_io.c */
 extern void pgss_ng_stmt_save_info(PgssNgSavedInfo *out);
 extern void pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in);
 extern bool pgss_ng_stmt_loaded(void);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_kind_int.h
- *	  What the two files of the statement kind (stmt_kind.c,
+ *	  What the files of the statement kind (stmt_kind.c, stmt_backend.c,
  *	  stmt_kind_io.c) share and nobody else sees: the layout of a shared
  *	  statement entry, the info counters, the merge and the saved record's
  *	  callbacks.
@@ -87,15 +87,20 @@ stmt_stamp_changed(PgssNgStmtShared *sh)
 	stmt_stamp_changed_at(sh, GetCurrentTimestamp());
 }
 
+/* stmt_kind.c */
 extern void pgss_ng_stmt_count_dropped(int64 n);
 extern PgssNgCounters *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
 											const char *text, int location,
 											int len, bool cleaned);
-extern void pgss_ng_stmt_merge_errors(void);
-extern void pgss_ng_stmt_errors_attached(void);
+extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
+								int len);
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
 							   const PgssNgCounters *src,
 							   const bool *src_minmax);
+/* stmt_backend.c */
+extern void pgss_ng_stmt_merge_errors(void);
+
+/* stmt_kind_io.c */
 extern void pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
 									   const void *shared_data,
 									   StringInfo buf);

@@ -12,7 +12,9 @@
 # - A client that disconnects while its statement sleeps
 #   (client_connection_check_interval): the FATAL skips every PG_CATCH, so
 #   the statement is noted at the backend's exit.  The same for
-#   pg_terminate_backend().
+#   pg_terminate_backend(), also when the terminated statement is the
+#   session's very first (nothing attached the backend before: its first
+#   failure frame registered the exit sequence, which attaches then).
 # - Incremental reads while other clients run: a read with changed_since
 #   = the start of the previous read returns exactly the entries the
 #   other sessions changed in between.
@@ -165,6 +167,34 @@ obs('SELECT pgss_ng_reset()');
 	wait_gone($pid, 'terminate: the backend exited');
 	is(counts('SELECT $1 FROM pg_sleep($2)'), '0 1',
 		'terminate: the statement counted one error at exit');
+	$s->{run}->kill_kill;
+}
+
+# ------------------------------------------------------- terminate first
+# The session's first statement reads a view that sleeps: no constants in
+# the statement itself, so parse analysis stores nothing, and nothing
+# attaches the backend before the FATAL.
+obs('CREATE VIEW sleepy AS SELECT 1 AS one FROM pg_sleep(600)');
+obs('SELECT pgss_ng_reset()');
+{
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	$s->query_until(qr/sleeping/, "\\echo sleeping\nSELECT * FROM sleepy;\n");
+	my $pid;
+	{
+		local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
+		ok( $node->poll_query_until(
+				'postgres',
+				q{SELECT count(*) FROM pg_stat_activity
+				   WHERE query LIKE 'SELECT * FROM sleepy%' AND wait_event = 'PgSleep'},
+				'1'),
+			'terminate first: target sleeping in its first statement');
+	}
+	$pid = obs(q{SELECT pid FROM pg_stat_activity
+				  WHERE query LIKE 'SELECT * FROM sleepy%'});
+	is(obs("SELECT pg_terminate_backend($pid)"), 't', 'terminate first: sent');
+	wait_gone($pid, 'terminate first: the backend exited');
+	is(counts('SELECT * FROM sleepy'), '0 1',
+		'terminate first: the first statement counted one error at exit');
 	$s->{run}->kill_kill;
 }
 

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
- * kind.c
+ * kind_entry.c
  *	  The kind layer's entries: creation of shared entries, references,
- *	  backend-local pending entries, flush with conditional locks,
- *	  references released right after their flush, drop and refcounted
- *	  free.  Readers and maintenance are in kind_maint.c.
+ *	  backend-local pending entries, flush with conditional locks, and
+ *	  references released right after their flush.  Removal (drop, the
+ *	  refcounted free, eviction) is in kind_evict.c, readers and
+ *	  maintenance in kind_maint.c.
  *
  * Life of an entry
  *	  create   admitted against the backstop by an atomic count, a body
@@ -31,11 +32,13 @@
  *			   discard callback, which counts it as dropped.
  *	  evict    see kind_evict.c.
  *	  free     whoever releases the last reference frees the body, after
- *			   the kind's free callback released what the data owns.
+ *			   the kind's free callback released what the data owns
+ *			   (kind_release_ref, kind_evict.c).
  *
- * Owns: PgssNgKindShared's entry counters (entries_live,
- * entries_allocated, next_generation, backstop_skips), the bodies'
- * refcount, dropped flag and generation, and the backend's pending hash.
+ * Owns: PgssNgKindShared's entry counters (entries_live and
+ * entries_allocated are raised here and lowered by the drops and frees of
+ * kind_evict.c; next_generation, backstop_skips), the bodies' refcount and
+ * generation, and the backend's pending hash.
  * Creation obeys the kind's allocation back-off (PgssNgKindShared.errlimit,
  * errlimit.c): alloc_body starts, lengthens and ends it, and the guard
  * (kind_guard.c) starts it on an out-of-memory ERROR.
@@ -56,60 +59,6 @@
 
 static void *find_live_pending(PgssNgKind *kind, const void *key,
 							   uint32 hash);
-
-/*
- * kind_free_body
- *		Free a dropped body nobody refers to any more.  No lock needed.
- */
-void
-kind_free_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
-{
-	Assert(pg_atomic_read_u32(&shared->refcount) == 0);
-
-	if (kind->info->free_cb)
-		kind->info->free_cb(kind, PgssNgSharedData(shared));
-	dsa_free(kind->area, body);
-	pg_atomic_fetch_sub_u32(&kind->shared->entries_allocated, 1);
-}
-
-/*
- * release_ref
- *		Drop one reference to a body; the last one frees it.  The hash holds
- *		a reference of its own, so the last release is always of a body that
- *		was already dropped.
- */
-static void
-release_ref(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
-{
-	if (pg_atomic_sub_fetch_u32(&shared->refcount, 1) == 0)
-		kind_free_body(kind, body, shared);
-}
-
-/*
- * kind_mark_dropped
- *		Flag a body as dropped for reason, under its lock, so that flushes
- *		see it.  The caller removes it from the hash and then calls
- *		kind_forget_body().
- */
-void
-kind_mark_dropped(PgssNgSharedEntry *shared, PgssNgDropReason reason)
-{
-	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-	shared->dropped = reason;
-	LWLockRelease(&shared->lock);
-}
-
-/*
- * kind_forget_body
- *		After removal from the hash: one live entry less, and the hash's
- *		reference released (freeing the body if nobody else holds one).
- */
-void
-kind_forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
-{
-	pg_atomic_fetch_sub_u32(&kind->shared->entries_live, 1);
-	release_ref(kind, body, shared);
-}
 
 /* Arguments and result of insert_one, run by insert_guarded. */
 typedef struct InsertArgs
@@ -608,7 +557,7 @@ flush_one(PgssNgKind *kind, void *pe, bool force)
 		hash_search_with_hash_value(kind->pending, pe, ref->hash,
 									HASH_REMOVE, NULL);
 		kind->npending--;
-		release_ref(kind, body, shared);
+		kind_release_ref(kind, body, shared);
 	}
 	return true;
 }

@@ -1,0 +1,493 @@
+/*-------------------------------------------------------------------------
+ *
+ * stmt_backend.c
+ *	  What a backend does with the statement kind: attach once, record
+ *	  plannings and executions (pgss_ng_store) and failed executions
+ *	  (pgss_ng_stmt_begin opens their frames, pgss_ng_stmt_merge_errors
+ *	  turns their notes into pending counts), flush at the end of each
+ *	  top-level statement, and the one exit sequence.
+ *
+ * The exit sequence is one before_shmem_exit callback (stmt_exit),
+ * registered by the first attach or frame of the backend, that does, in
+ * this order: note the frames a FATAL left open (stmt_errors.c), merge
+ * every failure noted into pending counts, flush everything pending
+ * (waiting for locks), detach from the kind (pgss_ng_kind_detach), and
+ * stop counting this process as attached, so that the writer, which waits
+ * for attached processes at shutdown (persist.c), finds every count
+ * flushed.
+ *
+ * Owns: whether this backend registered the exit callback and counts in
+ * PgssNgInfo.nattached; the failure note being merged.
+ *
+ * Locking: none of its own.  Recording and merging take what
+ * pgss_ng_stmt_pending() takes (partition lock, alloc lock for a creation
+ * past max) and the info spinlock; the flush takes entry locks (kind
+ * layer).  Everything that touches shared memory from a user's statement
+ * runs under pgss_ng_kind_guard(): no ERROR escapes, and the lost work is
+ * counted as dropped.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "replication/walsender.h"
+#include "storage/ipc.h"
+#include "utils/memutils.h"
+
+#include "normalize.h"
+#include "stmt_errors.h"
+#include "stmt_kind.h"
+#include "stmt_kind_int.h"
+
+/* the statement kind's exit callback is registered (stmt_exit) */
+static bool exit_registered = false;
+
+/* counted in PgssNgInfo.nattached (pgss_ng_stmt_attach) */
+static bool counted_attached = false;
+
+/* the failure note being merged, for the guard's error path */
+static PgssNgFailureNote merging;
+static bool merging_valid = false;
+
+/*
+ * stmt_exit
+ *		The statement kind's before_shmem_exit callback: the whole exit
+ *		sequence, in order (see the file header).  Nothing counted by this
+ *		backend is left behind, unless an entry lock could not be had
+ *		(held by this backend itself) or an ERROR in the merge dropped it.
+ */
+static void
+stmt_exit(int code, Datum arg)
+{
+	/* a FATAL leaves the frames of the statements it aborted open */
+	pgss_ng_stmt_note_open_frames();
+	pgss_ng_stmt_merge_errors();
+	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
+		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
+	pgss_ng_kind_detach(pgss_ng_stmt_kind);
+	if (counted_attached)
+		pg_atomic_fetch_sub_u32(&pgss_ng_info_shared->nattached, 1);
+	counted_attached = false;
+}
+
+/*
+ * register_exit
+ *		Register stmt_exit, once per backend.
+ */
+static void
+register_exit(void)
+{
+	if (exit_registered)
+		return;
+	before_shmem_exit(stmt_exit, (Datum) 0);
+	exit_registered = true;
+}
+
+/*
+ * pgss_ng_stmt_attach
+ *		Attach this backend to the statement kind's shared entries, once,
+ *		and register the exit sequence.  False when the library was not
+ *		preloaded, or at exit after the detach (see pgss_ng_kind_attach).
+ *
+ * Counts the attached processes that the writer (persist.c) waits for at
+ * shutdown, until their exit sequence is done.  Not walsenders: PostgreSQL
+ * stops them only after the background workers, so the writer could not
+ * wait for them; they flush with a waiting lock at every statement end
+ * instead (pgss_ng_flush).
+ */
+bool
+pgss_ng_stmt_attach(void)
+{
+	if (pgss_ng_info_shared == NULL ||
+		!pgss_ng_kind_attach(pgss_ng_stmt_kind))
+		return false;
+	register_exit();
+	if (!counted_attached && !am_walsender)
+	{
+		pg_atomic_fetch_add_u32(&pgss_ng_info_shared->nattached, 1);
+		counted_attached = true;
+	}
+	return true;
+}
+
+/*
+ * pgss_ng_stmt_attached
+ *		Processes attached and not yet past their exit sequence (walsenders
+ *		not counted).  Read without a lock.
+ */
+uint32
+pgss_ng_stmt_attached(void)
+{
+	return pg_atomic_read_u32(&pgss_ng_info_shared->nattached);
+}
+
+/*
+ * pgss_ng_stmt_begin
+ *		Open a failure frame for a tracked call of a statement (see
+ *		pgss_ng_stmt_open_frame); returns its number, for
+ *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().  Called on the hooks'
+ *		normal path only, never while an ERROR is in flight.
+ *
+ * The first frame of a backend registers the exit sequence (without
+ * attaching), so that it runs should a FATAL end the very first
+ * statement.  Failures noted since the last merge are merged first, so
+ * that a session whose statements all fail, or a loop catching errors,
+ * does not fill the notes (pgss_ng_stmt_merge_errors: guarded, may take
+ * the locks of a store); otherwise it takes no lock and raises nothing.
+ */
+int
+pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
+				   int query_location, int query_len, double prior_ms)
+{
+	if (unlikely(!exit_registered))
+		register_exit();
+	if (unlikely(pgss_ng_stmt_notes_waiting()))
+		pgss_ng_stmt_merge_errors();
+	return pgss_ng_stmt_open_frame(queryid, toplevel, query, query_location,
+								   query_len, prior_ms);
+}
+
+/*
+ * merge_note
+ *		Add one noted failure to this backend's pending counters, making
+ *		the entry if needed (with the noted text, or none); dropped if it
+ *		cannot be made.  Errors: those of pgss_ng_stmt_pending(), under the
+ *		caller's guard.
+ */
+static void
+merge_note(const PgssNgFailureNote *n)
+{
+	PgssNgStmtKey key;
+	PgssNgCounters *c;
+
+	memset(&key, 0, sizeof(key));
+	key.userid = n->userid;
+	key.dbid = n->dbid;
+	key.queryid = n->queryid;
+	key.toplevel = n->toplevel;
+	c = pgss_ng_stmt_pending(&key, n->text, 0, n->textlen, true);
+	if (c == NULL)
+		pgss_ng_stmt_count_dropped(1);
+	else
+	{
+		c->errors += 1;
+		c->error_exec_time += n->elapsed_ms;
+	}
+}
+
+/*
+ * merge_errors_internal
+ *		The body of pgss_ng_stmt_merge_errors(), run under
+ *		pgss_ng_kind_guard().  Each note is taken out of stmt_errors.c's
+ *		array before it is merged (in merging), so that an ERROR cannot
+ *		merge it twice.
+ */
+static void
+merge_errors_internal(void *arg)
+{
+	int64		lost;
+
+	if (!pgss_ng_stmt_attach())
+		return;
+	lost = pgss_ng_stmt_take_notes_lost();
+	if (lost > 0)
+		pgss_ng_stmt_count_dropped(lost);
+	while (pgss_ng_stmt_take_note(&merging))
+	{
+		merging_valid = true;
+		merge_note(&merging);
+		if (merging.text)
+			pfree(merging.text);
+		merging_valid = false;
+	}
+}
+
+/*
+ * pgss_ng_stmt_merge_errors
+ *		Turn the failed executions noted so far into pending counts: when
+ *		the next tracked call opens its frame, at every pgss_ng_flush()
+ *		(the end of each top-level statement, tracked or not), before a
+ *		view read or reset of this backend, and at exit.  No ERROR escapes
+ *		(pgss_ng_kind_guard); a note whose merge raised one counts as
+ *		dropped.  Memory: the notes' texts are freed.
+ */
+void
+pgss_ng_stmt_merge_errors(void)
+{
+	if (!pgss_ng_stmt_notes_waiting())
+		return;
+	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record failed executions",
+							merge_errors_internal, NULL) &&
+		merging_valid)
+	{
+		merging_valid = false;
+		if (merging.text)
+			pfree(merging.text);
+		pgss_ng_stmt_count_dropped(1);
+	}
+}
+
+/*
+ * count_one
+ *		Record one planning or execution (phase) in pending counters
+ *		(backend-local, no lock).  total_time in ms, counted in the
+ *		phase's histogram too.  Mean and variance by Welford's method.  What the server does not measure (compat.h's
+ *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage and
+ *		parallel may be NULL (nothing to add).  A JIT phase is counted in
+ *		its *_count when its time is non-zero, as pg_stat_statements does.
+ *		cpu: the call's CPU time, or NULL when it was not sampled.
+ */
+static void
+count_one(PgssNgPending *p, PgssNgPhase phase, double total_time,
+		  uint64 rows, const BufferUsage *bufusage, const WalUsage *walusage,
+		  const JitInstrumentation *jitusage,
+		  const PgssNgParallelUsage *parallel, const PgssNgCpuUsage *cpu)
+{
+	PgssNgCounters *c = &p->counters;
+
+	/* the kind layer zeroes only the counters of a new pending entry */
+	if (c->calls[phase] == 0)
+		pgss_ng_hist_dense_clear(&p->hist[phase]);
+	pgss_ng_hist_add(&p->hist[phase], total_time);
+	if (cpu)
+	{
+		c->cpu_samples[phase] += 1;
+		c->user_time[phase] += cpu->user_ms;
+		c->system_time[phase] += cpu->system_ms;
+	}
+	c->calls[phase] += 1;
+	c->total_time[phase] += total_time;
+	if (c->calls[phase] == 1)
+	{
+		c->min_time[phase] = total_time;
+		c->max_time[phase] = total_time;
+		c->mean_time[phase] = total_time;
+	}
+	else
+	{
+		double		old_mean = c->mean_time[phase];
+
+		c->mean_time[phase] += (total_time - old_mean) / c->calls[phase];
+		c->sum_var_time[phase] +=
+			(total_time - old_mean) * (total_time - c->mean_time[phase]);
+		c->min_time[phase] = Min(c->min_time[phase], total_time);
+		c->max_time[phase] = Max(c->max_time[phase], total_time);
+	}
+
+	c->rows += rows;
+	c->shared_blks_hit += bufusage->shared_blks_hit;
+	c->shared_blks_read += bufusage->shared_blks_read;
+	c->shared_blks_dirtied += bufusage->shared_blks_dirtied;
+	c->shared_blks_written += bufusage->shared_blks_written;
+	c->local_blks_hit += bufusage->local_blks_hit;
+	c->local_blks_read += bufusage->local_blks_read;
+	c->local_blks_dirtied += bufusage->local_blks_dirtied;
+	c->local_blks_written += bufusage->local_blks_written;
+	c->temp_blks_read += bufusage->temp_blks_read;
+	c->temp_blks_written += bufusage->temp_blks_written;
+	c->shared_blk_read_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_READ_TIME(bufusage));
+	c->shared_blk_write_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_SHARED_WRITE_TIME(bufusage));
+#if PGSS_NG_HAVE_LOCAL_BLK_TIME
+	c->local_blk_read_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_LOCAL_READ_TIME(bufusage));
+	c->local_blk_write_time +=
+		INSTR_TIME_GET_MILLISEC(PGSS_NG_BUF_LOCAL_WRITE_TIME(bufusage));
+#endif
+	c->temp_blk_read_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_read_time);
+	c->temp_blk_write_time += INSTR_TIME_GET_MILLISEC(bufusage->temp_blk_write_time);
+	c->wal_records += walusage->wal_records;
+	c->wal_fpi += walusage->wal_fpi;
+	c->wal_bytes += walusage->wal_bytes;
+#if PGSS_NG_HAVE_WAL_BUFFERS_FULL
+	c->wal_buffers_full += PGSS_NG_WAL_BUFFERS_FULL(walusage);
+#endif
+
+	if (jitusage)
+	{
+		double		inlining = INSTR_TIME_GET_MILLISEC(jitusage->inlining_counter);
+		double		optimization = INSTR_TIME_GET_MILLISEC(jitusage->optimization_counter);
+		double		emission = INSTR_TIME_GET_MILLISEC(jitusage->emission_counter);
+
+		c->jit_functions += jitusage->created_functions;
+		c->jit_generation_time += INSTR_TIME_GET_MILLISEC(jitusage->generation_counter);
+		if (inlining)
+			c->jit_inlining_count++;
+		c->jit_inlining_time += inlining;
+		if (optimization)
+			c->jit_optimization_count++;
+		c->jit_optimization_time += optimization;
+		if (emission)
+			c->jit_emission_count++;
+		c->jit_emission_time += emission;
+#if PGSS_NG_HAVE_JIT_DEFORM
+		{
+			double		deform =
+				INSTR_TIME_GET_MILLISEC(PGSS_NG_JIT_DEFORM_TIME(jitusage));
+
+			if (deform)
+				c->jit_deform_count++;
+			c->jit_deform_time += deform;
+		}
+#endif
+	}
+
+	if (parallel)
+	{
+		c->parallel_workers_to_launch += parallel->to_launch;
+		c->parallel_workers_launched += parallel->launched;
+	}
+}
+
+/* What pgss_ng_store() records, for store_internal under the guard. */
+typedef struct StoreArgs
+{
+	const char *query;			/* the source string */
+	uint64		queryid;
+	int			query_location; /* the statement's place in it */
+	int			query_len;
+	PgssNgPhase phase;
+	bool		toplevel;
+	double		total_time;		/* ms */
+	uint64		rows;
+	const BufferUsage *bufusage;
+	const WalUsage *walusage;
+	const JitInstrumentation *jitusage; /* or NULL */
+	const PgssNgParallelUsage *parallel;	/* or NULL */
+	const PgssNgCpuUsage *cpu;	/* or NULL */
+	JumbleState *jstate;		/* parse analysis only, or NULL */
+} StoreArgs;
+
+/*
+ * store_internal
+ *		The body of pgss_ng_store(), run under pgss_ng_kind_guard(); may
+ *		raise ERRORs from below (local out-of-memory, DSM mapping
+ *		failures), which the guard catches.
+ *
+ * With jstate (parse analysis of a statement with constants) it only makes
+ * sure the entry exists, normalizing the text if it does not: the
+ * normalized text can only be computed here.  Otherwise it adds one
+ * planning or execution to the backend's pending counters, creating the
+ * entry with the statement's own text if needed.  Memory: the normalized
+ * text is palloc'd in CurrentMemoryContext and freed before returning.
+ */
+static void
+store_internal(void *arg)
+{
+	StoreArgs  *sa = (StoreArgs *) arg;
+	const char *query = sa->query;
+	int			query_location = sa->query_location;
+	int			query_len = sa->query_len;
+	JumbleState *jstate = sa->jstate;
+	PgssNgStmtKey key;
+	PgssNgCounters *c;
+	char	   *norm_query = NULL;
+
+	if (!pgss_ng_stmt_attach())
+		return;
+
+	memset(&key, 0, sizeof(key));
+	key.userid = GetUserId();
+	key.dbid = MyDatabaseId;
+	key.queryid = sa->queryid;
+	key.toplevel = sa->toplevel;
+
+	if (jstate != NULL && pgss_ng_kind_exists(pgss_ng_stmt_kind, &key))
+		return;
+
+	if (jstate != NULL)
+	{
+		query = CleanQuerytext(query, &query_location, &query_len);
+		norm_query = pgss_ng_normalize_query(jstate, query, query_location,
+											 &query_len);
+		pgss_ng_stmt_create(&key, norm_query, query_len);
+		pfree(norm_query);
+		return;
+	}
+
+	c = pgss_ng_stmt_pending(&key, query, query_location, query_len, false);
+	if (c == NULL)
+	{
+		pgss_ng_stmt_count_dropped(1);
+		return;
+	}
+	/* c is the first member of the pending entry (PgssNgPending) */
+	count_one((PgssNgPending *) c, sa->phase, sa->total_time, sa->rows,
+			  sa->bufusage, sa->walusage, sa->jitusage, sa->parallel,
+			  sa->cpu);
+}
+
+/*
+ * pgss_ng_store
+ *		Record a planning or execution of a statement (or, with jstate,
+ *		make its entry with the normalized text).  Called from the hooks.
+ *
+ * query/query_location/query_len locate the statement in its source
+ * string; total_time is in ms; cpu is the call's CPU time, NULL if it was
+ * not sampled.  No ERROR escapes into the user's
+ * statement: one raised below is caught, logged, and the planning or
+ * execution counted as dropped.
+ */
+void
+pgss_ng_store(const char *query, uint64 queryid, int query_location,
+			  int query_len, PgssNgPhase phase, bool toplevel,
+			  double total_time, uint64 rows, const BufferUsage *bufusage,
+			  const WalUsage *walusage, const JitInstrumentation *jitusage,
+			  const PgssNgParallelUsage *parallel,
+			  const PgssNgCpuUsage *cpu, JumbleState *jstate)
+{
+	/* in StoreArgs' order */
+	StoreArgs	sa = {query, queryid, query_location, query_len, phase,
+					  toplevel, total_time, rows, bufusage, walusage,
+					  jitusage, parallel, cpu, jstate};
+
+	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
+		return;
+
+	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
+							store_internal, &sa) &&
+		jstate == NULL)
+		pgss_ng_stmt_count_dropped(1);
+}
+
+/*
+ * flush_internal
+ *		The body of pgss_ng_flush(), run under pgss_ng_kind_guard(); arg
+ *		points to its force argument.
+ */
+static void
+flush_internal(void *arg)
+{
+	bool		force = *(bool *) arg;
+
+	/* walsenders are not waited for at shutdown: never leave anything */
+	pgss_ng_kind_flush(pgss_ng_stmt_kind, force || am_walsender);
+	/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
+	pgss_ng_kind_evict(pgss_ng_stmt_kind);
+}
+
+/*
+ * pgss_ng_flush
+ *		Merge the failed executions noted since the last flush into the
+ *		pending counters (pgss_ng_stmt_merge_errors), flush this backend's
+ *		pending statement counters (see pgss_ng_kind_flush), then evict if
+ *		live entries exceed max.  Called
+ *		at the end of each top-level statement (force false); the SQL
+ *		functions flush through pgss_ng_stmt_read() and
+ *		pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
+ *		mapped while freeing) is caught and logged (pgss_ng_kind_guard);
+ *		what stayed pending is retried next time.
+ */
+void
+pgss_ng_flush(bool force)
+{
+	pgss_ng_stmt_merge_errors();
+	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
+		return;
+
+	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
+							  "flush statement statistics",
+							  flush_internal, &force);
+}
