@@ -174,8 +174,14 @@ typedef enum PgssNgCreateResult
 	PGSS_NG_OUT_OF_MEMORY		/* shared memory could not be allocated */
 } PgssNgCreateResult;
 
-/* error containment for code running inside a user's statement
- * (kind_guard.c) */
+/*
+ * Error containment for code running inside a user's statement
+ * (kind_guard.c).  Every guarded call follows one pattern: the caller puts
+ * what the guarded code needs, and what it returns, in one struct (built
+ * with designated initializers; for pgss_ng_store it is the PgssNgStore it
+ * was given) and passes it to a static <name>_guarded(void *arg) that does
+ * the work and writes its results back into the struct.
+ */
 typedef void (*PgssNgGuardedFn) (void *arg);
 extern bool pgss_ng_kind_guard(PgssNgKind *kind, const char *what,
 							   PgssNgGuardedFn fn, void *arg);

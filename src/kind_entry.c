@@ -60,56 +60,6 @@
 static void *find_live_pending(PgssNgKind *kind, const void *key,
 							   uint32 hash);
 
-/* Arguments and result of insert_one, run by insert_guarded. */
-typedef struct InsertArgs
-{
-	PgssNgKind *kind;
-	const void *key;
-	bool		found;
-	void	   *he;				/* the element, NULL if not inserted */
-} InsertArgs;
-
-/*
- * insert_one
- *		Guarded function of insert_guarded: dshash_find_or_insert().
- */
-static void
-insert_one(void *arg)
-{
-	InsertArgs *ia = (InsertArgs *) arg;
-
-	ia->he = dshash_find_or_insert(ia->kind->hash, ia->key, &ia->found);
-}
-
-/*
- * insert_guarded
- *		dshash_find_or_insert() that does not throw into the caller (unless
- *		the caller of the outermost guarded call held LWLocks: see
- *		kind_guard.c).
- *
- * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
- * slots exhausted); it leaves the hash consistent but its partition lock(s)
- * held.  The caller holds at most the alloc lock besides (see the file
- * header), so LWLockReleaseAll() releases exactly those.  Returns the
- * element with its partition lock held, or NULL after logging the error
- * (all LWLocks then released, the alloc lock included if held).
- */
-static void *
-insert_guarded(PgssNgKind *kind, const void *key, bool *found)
-{
-	InsertArgs	ia;
-
-	ia.kind = kind;
-	ia.key = key;
-	ia.found = false;
-	ia.he = NULL;
-	if (!pgss_ng_kind_guard(kind, "create a statistics entry", insert_one,
-							&ia))
-		return NULL;
-	*found = ia.found;
-	return ia.he;
-}
-
 /*
  * find_ref
  *		Look key up; if found, optionally take a reference (under the
@@ -225,15 +175,45 @@ discard_unpublished(PgssNgKind *kind, dsa_pointer body,
 	kind_free_body(kind, body, shared);
 }
 
-/* What create_body makes and publishes. */
+/*
+ * What create_body makes and publishes, and what its guarded dshash insert
+ * (insert_guarded) returns.
+ */
 typedef struct CreateArgs
 {
+	PgssNgKind *kind;
 	const void *key;
 	PgssNgInitSharedFn init;
 	void	   *arg;
 	bool		want_ref;
 	double		usage;
+	/* set by insert_guarded */
+	void	   *he;				/* the element, NULL if not inserted */
+	bool		found;			/* it was there already */
 } CreateArgs;
+
+/*
+ * insert_guarded
+ *		dshash_find_or_insert() of ca->key, run under pgss_ng_kind_guard()
+ *		by create_body, so that it does not throw into the caller (unless
+ *		the caller of the outermost guarded call held LWLocks: see
+ *		kind_guard.c).
+ *
+ * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
+ * slots exhausted); it leaves the hash consistent but its partition lock(s)
+ * held.  The caller holds at most the alloc lock besides (see the file
+ * header), so the guard's LWLockReleaseAll() releases exactly those.  Sets
+ * ca->he, with its partition lock held, and ca->found; on an ERROR the
+ * guard logs it and ca->he stays NULL (all LWLocks then released, the
+ * alloc lock included if held).
+ */
+static void
+insert_guarded(void *arg)
+{
+	CreateArgs *ca = (CreateArgs *) arg;
+
+	ca->he = dshash_find_or_insert(ca->kind->hash, ca->key, &ca->found);
+}
 
 /*
  * create_body
@@ -254,15 +234,13 @@ typedef struct CreateArgs
  * back first.
  */
 static PgssNgCreateResult
-create_body(PgssNgKind *kind, const CreateArgs *ca,
+create_body(PgssNgKind *kind, CreateArgs *ca,
 			dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
 {
 	PgssNgKindShared *ks = kind->shared;
-	void	   *he;
 	PgssNgHashEntry *tail;
 	dsa_pointer body;
 	PgssNgSharedEntry *shared;
-	bool		found;
 
 	if (!admit_body(kind))
 		return PGSS_NG_FULL;
@@ -301,23 +279,24 @@ create_body(PgssNgKind *kind, const CreateArgs *ca,
 	}
 	PG_END_TRY();
 
-	he = insert_guarded(kind, ca->key, &found);
-	if (he == NULL)
+	ca->he = NULL;
+	if (!pgss_ng_kind_guard(kind, "create a statistics entry",
+							insert_guarded, ca))
 	{
-		/* not published; insert_guarded released every LWLock */
+		/* not published; the guard released every LWLock */
 		discard_unpublished(kind, body, shared);
 		return PGSS_NG_OUT_OF_MEMORY;
 	}
 
-	tail = HASH_TAIL(kind, he);
-	if (found)
+	tail = HASH_TAIL(kind, ca->he);
+	if (ca->found)
 	{
 		/* another backend published this key first: use its body */
 		*body_out = tail->body;
 		*shared_out = dsa_get_address(kind->area, tail->body);
 		if (ca->want_ref)
 			pg_atomic_fetch_add_u32(&(*shared_out)->refcount, 1);
-		dshash_release_lock(kind->hash, he);
+		dshash_release_lock(kind->hash, ca->he);
 		discard_unpublished(kind, body, shared);
 		return PGSS_NG_EXISTS;
 	}
@@ -332,7 +311,7 @@ create_body(PgssNgKind *kind, const CreateArgs *ca,
 	 * wrap it round to 2^32 - 1).
 	 */
 	pg_atomic_fetch_add_u32(&ks->entries_live, 1);
-	dshash_release_lock(kind->hash, he);
+	dshash_release_lock(kind->hash, ca->he);
 
 	*body_out = body;
 	*shared_out = shared;
@@ -367,19 +346,14 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 				 double usage,
 				 dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
 {
-	CreateArgs	ca;
+	CreateArgs	ca = {.kind = kind, .key = key, .init = init, .arg = arg,
+	.want_ref = want_ref, .usage = usage};
 	PgssNgCreateResult r;
 
 	if (find_ref(kind, key, want_ref, body_out, shared_out))
 		return PGSS_NG_EXISTS;
 
 	pgss_ng_kind_evict(kind);
-
-	ca.key = key;
-	ca.init = init;
-	ca.arg = arg;
-	ca.want_ref = want_ref;
-	ca.usage = usage;
 
 	if (pg_atomic_read_u32(&kind->shared->entries_live) <
 		(uint32) kind->max_entries)

@@ -377,22 +377,24 @@ read_uint32(const char *data, Size len, Size *pos, uint32 *v)
 	return true;
 }
 
-/* Arguments and results of restore_internal, run by restore_one. */
+/* What restore_one restores, and what restore_guarded returns. */
 typedef struct RestoreArgs
 {
 	PgssNgKind *kind;
 	const char *data;
 	Size		len;
+	/* set by restore_guarded */
 	bool		wellformed;
 	bool		restored;
 } RestoreArgs;
 
 /*
- * restore_internal
- *		Guarded body of restore_one: the kind's from_serialized_cb.
+ * restore_guarded
+ *		The body of restore_one, run under pgss_ng_kind_guard(): the kind's
+ *		from_serialized_cb.
  */
 static void
-restore_internal(void *arg)
+restore_guarded(void *arg)
 {
 	RestoreArgs *ra = (RestoreArgs *) arg;
 	bool		r = false;
@@ -414,15 +416,11 @@ restore_internal(void *arg)
 static bool
 restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
 {
-	RestoreArgs ra;
+	RestoreArgs ra = {.kind = kind, .data = data, .len = len,
+	.wellformed = true};
 
-	ra.kind = kind;
-	ra.data = data;
-	ra.len = len;
-	ra.wellformed = true;
-	ra.restored = false;
 	(void) pgss_ng_kind_guard(kind, "restore a saved entry",
-							  restore_internal, &ra);
+							  restore_guarded, &ra);
 	*restored = ra.restored;
 	return ra.wellformed;
 }

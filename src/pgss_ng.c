@@ -37,7 +37,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "cpu_usage.h"
+#include "usage.h"
 #include "persist.h"
 #include "qtext.h"
 #include "stmt_errors.h"
@@ -108,25 +108,6 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 	(PGSS_NG_ONE_NESTING_LEVEL && \
 	 !IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt))
 
-/*
- * Resource usage of a planning or utility statement, measured around the
- * call: start values, then the differences.  Times in ms.
- */
-typedef struct UsageMeasure
-{
-	instr_time	start;
-	BufferUsage bufusage_start;
-	WalUsage	walusage_start;
-	double		duration_ms;
-	BufferUsage bufusage;
-	WalUsage	walusage;
-	bool		cpu_sampled;	/* pgss_ng.track_cpu was on at the start */
-	struct rusage cpu_start;
-	PgssNgCpuUsage cpu;			/* valid if cpu_sampled */
-} UsageMeasure;
-
-static void usage_start(UsageMeasure *m);
-static void usage_stop(UsageMeasure *m);
 static void pgss_ng_shmem_request(void);
 static void pgss_ng_shmem_startup(void);
 static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
@@ -148,7 +129,7 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 /*
  * _PG_init
  *		When preloaded: let each module define its GUCs (the hooks' own
- *		here; pgss_ng.track_cpu in cpu_usage.c, pgss_ng.max in stmt_kind.c,
+ *		here; pgss_ng.track_cpu in usage.c, pgss_ng.max in stmt_kind.c,
  *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c)
  *		and install the hooks.
  *
@@ -223,37 +204,18 @@ _PG_init(void)
 }
 
 /*
- * usage_start / usage_stop
- *		Measure the wall time (ms), buffer and WAL usage of a call made
- *		between them, from the backend's cumulative counters, and its CPU
- *		time when pgss_ng.track_cpu is on at the start.
+ * store_measured
+ *		pgss_ng_store(s) of a planning or utility statement, with the time
+ *		and usage measured around it (pgss_ng_usage_stop done).
  */
 static void
-usage_start(UsageMeasure *m)
+store_measured(PgssNgStore *s, const PgssNgUsageMeasure *m)
 {
-	m->bufusage_start = pgBufferUsage;
-	m->walusage_start = pgWalUsage;
-	m->cpu_sampled = pgss_ng_cpu_enabled();
-	if (m->cpu_sampled)
-		pgss_ng_cpu_sample(&m->cpu_start);
-	INSTR_TIME_SET_CURRENT(m->start);
-}
-
-static void
-usage_stop(UsageMeasure *m)
-{
-	instr_time	duration;
-
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, m->start);
-	m->duration_ms = INSTR_TIME_GET_MILLISEC(duration);
-	if (m->cpu_sampled)
-		pgss_ng_cpu_since(&m->cpu_start, &m->cpu);
-
-	memset(&m->bufusage, 0, sizeof(BufferUsage));
-	BufferUsageAccumDiff(&m->bufusage, &pgBufferUsage, &m->bufusage_start);
-	memset(&m->walusage, 0, sizeof(WalUsage));
-	WalUsageAccumDiff(&m->walusage, &pgWalUsage, &m->walusage_start);
+	s->total_time = m->duration_ms;
+	s->bufusage = &m->bufusage;
+	s->walusage = &m->walusage;
+	s->cpu = m->cpu_sampled ? &m->cpu : NULL;
+	pgss_ng_store(s);
 }
 
 /*
@@ -317,10 +279,18 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 	 * which the first execution stores: no entry is needed yet.
 	 */
 	if (jstate && jstate->clocations_count > 0)
-		pgss_ng_store(pstate->p_sourcetext, query->queryId,
-					  query->stmt_location, query->stmt_len,
-					  PGSS_NG_INVALID, exec_nested_level == 0,
-					  0, 0, NULL, NULL, NULL, NULL, NULL, jstate);
+	{
+		PgssNgStore s = {
+			.query = pstate->p_sourcetext,
+			.query_location = query->stmt_location,
+			.query_len = query->stmt_len,
+			.queryid = query->queryId,
+			.toplevel = exec_nested_level == 0,
+			.jstate = jstate,
+		};
+
+		pgss_ng_store(&s);
+	}
 }
 
 /*
@@ -394,7 +364,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 				ParamListInfo boundParams)
 {
 	PlannedStmt *result;
-	UsageMeasure m;
+	PgssNgUsageMeasure m;
 	bool		timed;
 	int		   *level;
 	int			frame;
@@ -417,7 +387,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 							   query_string, parse->stmt_location,
 							   parse->stmt_len, 0);
 	if (timed)
-		usage_start(&m);
+		pgss_ng_usage_start(&m);
 
 	PG_TRY();
 	{
@@ -438,11 +408,17 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	if (timed)
 	{
-		usage_stop(&m);
-		pgss_ng_store(query_string, parse->queryId, parse->stmt_location,
-					  parse->stmt_len, PGSS_NG_PLAN, exec_nested_level == 0,
-					  m.duration_ms, 0, &m.bufusage, &m.walusage, NULL,
-					  NULL, m.cpu_sampled ? &m.cpu : NULL, NULL);
+		PgssNgStore s = {
+			.query = query_string,
+			.query_location = parse->stmt_location,
+			.query_len = parse->stmt_len,
+			.queryid = parse->queryId,
+			.toplevel = exec_nested_level == 0,
+			.phase = PGSS_NG_PLAN,
+		};
+
+		pgss_ng_usage_stop(&m);
+		store_measured(&s, &m);
 	}
 
 	return result;
@@ -655,16 +631,25 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		if (cpu_timed)
 			pgss_ng_cpu_since(&cpu_start, &cpu);
 		InstrEndLoop(queryDesc->totaltime);
-		pgss_ng_store(queryDesc->sourceText, queryId,
-					  queryDesc->plannedstmt->stmt_location,
-					  queryDesc->plannedstmt->stmt_len,
-					  PGSS_NG_EXEC, exec_nested_level == 0,
-					  queryDesc->totaltime->total * 1000.0,
-					  PGSS_NG_ES_ROWS(estate),
-					  &queryDesc->totaltime->bufusage,
-					  &queryDesc->totaltime->walusage,
-					  estate->es_jit ? &estate->es_jit->instr : NULL,
-					  parallel, cpu_timed ? &cpu : NULL, NULL);
+		{
+			PgssNgStore s = {
+				.query = queryDesc->sourceText,
+				.query_location = queryDesc->plannedstmt->stmt_location,
+				.query_len = queryDesc->plannedstmt->stmt_len,
+				.queryid = queryId,
+				.toplevel = exec_nested_level == 0,
+				.phase = PGSS_NG_EXEC,
+				.total_time = queryDesc->totaltime->total * 1000.0,
+				.rows = PGSS_NG_ES_ROWS(estate),
+				.bufusage = &queryDesc->totaltime->bufusage,
+				.walusage = &queryDesc->totaltime->walusage,
+				.jitusage = estate->es_jit ? &estate->es_jit->instr : NULL,
+				.parallel = parallel,
+				.cpu = cpu_timed ? &cpu : NULL,
+			};
+
+			pgss_ng_store(&s);
+		}
 	}
 
 	if (exec_nested_level == 0)
@@ -710,8 +695,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	int			saved_stmt_len = pstmt->stmt_len;
 	PlannedStmt next_pstmt = *pstmt;	/* what the next hook gets */
 	bool		tracked;
-	uint64		rows;
-	UsageMeasure m;
+	PgssNgUsageMeasure m;
 	volatile int frame;			/* read in PG_CATCH */
 
 	tracked = pgss_ng_stmt_ready() &&
@@ -748,7 +732,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	frame = saved_queryId != UINT64CONST(0) ?
 		pgss_ng_stmt_begin(saved_queryId, exec_nested_level == 0, queryString,
 						   saved_stmt_location, saved_stmt_len, 0) : -1;
-	usage_start(&m);
+	pgss_ng_usage_start(&m);
 
 	exec_nested_level++;
 	PG_TRY();
@@ -768,20 +752,24 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	if (frame >= 0)
 		pgss_ng_stmt_end(frame);
 
-	usage_stop(&m);
+	pgss_ng_usage_stop(&m);
+	{
+		PgssNgStore s = {
+			.query = queryString,
+			.query_location = saved_stmt_location,
+			.query_len = saved_stmt_len,
+			.queryid = saved_queryId,
+			.toplevel = exec_nested_level == 0,
+			.phase = PGSS_NG_EXEC,
+		};
 
-	if (qc && (qc->commandTag == CMDTAG_COPY ||
-			   qc->commandTag == CMDTAG_FETCH ||
-			   qc->commandTag == CMDTAG_SELECT ||
-			   qc->commandTag == CMDTAG_REFRESH_MATERIALIZED_VIEW))
-		rows = qc->nprocessed;
-	else
-		rows = 0;
-
-	pgss_ng_store(queryString, saved_queryId, saved_stmt_location,
-				  saved_stmt_len, PGSS_NG_EXEC, exec_nested_level == 0,
-				  m.duration_ms, rows, &m.bufusage, &m.walusage, NULL, NULL,
-				  m.cpu_sampled ? &m.cpu : NULL, NULL);
+		if (qc && (qc->commandTag == CMDTAG_COPY ||
+				   qc->commandTag == CMDTAG_FETCH ||
+				   qc->commandTag == CMDTAG_SELECT ||
+				   qc->commandTag == CMDTAG_REFRESH_MATERIALIZED_VIEW))
+			s.rows = qc->nprocessed;
+		store_measured(&s, &m);
+	}
 
 	if (exec_nested_level == 0)
 		pgss_ng_flush(false);

@@ -177,14 +177,14 @@ merge_note(const PgssNgFailureNote *n)
 }
 
 /*
- * merge_errors_internal
+ * merge_errors_guarded
  *		The body of pgss_ng_stmt_merge_errors(), run under
  *		pgss_ng_kind_guard().  Each note is taken out of stmt_errors.c's
  *		array before it is merged (in merging), so that an ERROR cannot
  *		merge it twice.
  */
 static void
-merge_errors_internal(void *arg)
+merge_errors_guarded(void *arg)
 {
 	int64		lost;
 
@@ -218,7 +218,7 @@ pgss_ng_stmt_merge_errors(void)
 	if (!pgss_ng_stmt_notes_waiting())
 		return;
 	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record failed executions",
-							merge_errors_internal, NULL) &&
+							merge_errors_guarded, NULL) &&
 		merging_valid)
 	{
 		merging_valid = false;
@@ -229,20 +229,15 @@ pgss_ng_stmt_merge_errors(void)
 }
 
 /*
- * count_one
- *		Record one planning or execution (phase) in pending counters
- *		(backend-local, no lock).  total_time in ms, counted in the
- *		phase's histogram too.  Mean and variance by Welford's method.  What the server does not measure (compat.h's
- *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage and
- *		parallel may be NULL (nothing to add).  A JIT phase is counted in
- *		its *_count when its time is non-zero, as pg_stat_statements does.
- *		cpu: the call's CPU time, or NULL when it was not sampled.
+ * count_time
+ *		Count one call of phase that took total_time ms, and its CPU time
+ *		(cpu, or NULL when it was not sampled), in pending counters: calls,
+ *		total, min, max, mean and variance (Welford's method), and the
+ *		phase's histogram.
  */
 static void
-count_one(PgssNgPending *p, PgssNgPhase phase, double total_time,
-		  uint64 rows, const BufferUsage *bufusage, const WalUsage *walusage,
-		  const JitInstrumentation *jitusage,
-		  const PgssNgParallelUsage *parallel, const PgssNgCpuUsage *cpu)
+count_time(PgssNgPending *p, PgssNgPhase phase, double total_time,
+		   const PgssNgCpuUsage *cpu)
 {
 	PgssNgCounters *c = &p->counters;
 
@@ -274,8 +269,61 @@ count_one(PgssNgPending *p, PgssNgPhase phase, double total_time,
 		c->min_time[phase] = Min(c->min_time[phase], total_time);
 		c->max_time[phase] = Max(c->max_time[phase], total_time);
 	}
+}
 
-	c->rows += rows;
+/*
+ * count_jit
+ *		Add one call's JIT work to pending counters.  A JIT phase is
+ *		counted in its *_count when its time is non-zero, as
+ *		pg_stat_statements does.  Times in ms.
+ */
+static void
+count_jit(PgssNgCounters *c, const JitInstrumentation *jitusage)
+{
+	double		inlining = INSTR_TIME_GET_MILLISEC(jitusage->inlining_counter);
+	double		optimization = INSTR_TIME_GET_MILLISEC(jitusage->optimization_counter);
+	double		emission = INSTR_TIME_GET_MILLISEC(jitusage->emission_counter);
+
+	c->jit_functions += jitusage->created_functions;
+	c->jit_generation_time += INSTR_TIME_GET_MILLISEC(jitusage->generation_counter);
+	if (inlining)
+		c->jit_inlining_count++;
+	c->jit_inlining_time += inlining;
+	if (optimization)
+		c->jit_optimization_count++;
+	c->jit_optimization_time += optimization;
+	if (emission)
+		c->jit_emission_count++;
+	c->jit_emission_time += emission;
+#if PGSS_NG_HAVE_JIT_DEFORM
+	{
+		double		deform =
+			INSTR_TIME_GET_MILLISEC(PGSS_NG_JIT_DEFORM_TIME(jitusage));
+
+		if (deform)
+			c->jit_deform_count++;
+		c->jit_deform_time += deform;
+	}
+#endif
+}
+
+/*
+ * count_one
+ *		Record the planning or execution that s describes in pending
+ *		counters (backend-local, no lock): its time (count_time) and what
+ *		it used.  What the server does not measure (compat.h's
+ *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage, parallel
+ *		and cpu may be NULL (nothing to add).
+ */
+static void
+count_one(PgssNgPending *p, const PgssNgStore *s)
+{
+	PgssNgCounters *c = &p->counters;
+	const BufferUsage *bufusage = s->bufusage;
+	const WalUsage *walusage = s->walusage;
+
+	count_time(p, s->phase, s->total_time, s->cpu);
+	c->rows += s->rows;
 	c->shared_blks_hit += bufusage->shared_blks_hit;
 	c->shared_blks_read += bufusage->shared_blks_read;
 	c->shared_blks_dirtied += bufusage->shared_blks_dirtied;
@@ -304,86 +352,34 @@ count_one(PgssNgPending *p, PgssNgPhase phase, double total_time,
 #if PGSS_NG_HAVE_WAL_BUFFERS_FULL
 	c->wal_buffers_full += PGSS_NG_WAL_BUFFERS_FULL(walusage);
 #endif
-
-	if (jitusage)
+	if (s->jitusage)
+		count_jit(c, s->jitusage);
+	if (s->parallel)
 	{
-		double		inlining = INSTR_TIME_GET_MILLISEC(jitusage->inlining_counter);
-		double		optimization = INSTR_TIME_GET_MILLISEC(jitusage->optimization_counter);
-		double		emission = INSTR_TIME_GET_MILLISEC(jitusage->emission_counter);
-
-		c->jit_functions += jitusage->created_functions;
-		c->jit_generation_time += INSTR_TIME_GET_MILLISEC(jitusage->generation_counter);
-		if (inlining)
-			c->jit_inlining_count++;
-		c->jit_inlining_time += inlining;
-		if (optimization)
-			c->jit_optimization_count++;
-		c->jit_optimization_time += optimization;
-		if (emission)
-			c->jit_emission_count++;
-		c->jit_emission_time += emission;
-#if PGSS_NG_HAVE_JIT_DEFORM
-		{
-			double		deform =
-				INSTR_TIME_GET_MILLISEC(PGSS_NG_JIT_DEFORM_TIME(jitusage));
-
-			if (deform)
-				c->jit_deform_count++;
-			c->jit_deform_time += deform;
-		}
-#endif
-	}
-
-	if (parallel)
-	{
-		c->parallel_workers_to_launch += parallel->to_launch;
-		c->parallel_workers_launched += parallel->launched;
+		c->parallel_workers_to_launch += s->parallel->to_launch;
+		c->parallel_workers_launched += s->parallel->launched;
 	}
 }
 
-/* What pgss_ng_store() records, for store_internal under the guard. */
-typedef struct StoreArgs
-{
-	const char *query;			/* the source string */
-	uint64		queryid;
-	int			query_location; /* the statement's place in it */
-	int			query_len;
-	PgssNgPhase phase;
-	bool		toplevel;
-	double		total_time;		/* ms */
-	uint64		rows;
-	const BufferUsage *bufusage;
-	const WalUsage *walusage;
-	const JitInstrumentation *jitusage; /* or NULL */
-	const PgssNgParallelUsage *parallel;	/* or NULL */
-	const PgssNgCpuUsage *cpu;	/* or NULL */
-	JumbleState *jstate;		/* parse analysis only, or NULL */
-} StoreArgs;
-
 /*
- * store_internal
- *		The body of pgss_ng_store(), run under pgss_ng_kind_guard(); may
+ * store_guarded
+ *		The body of pgss_ng_store(s), run under pgss_ng_kind_guard(); may
  *		raise ERRORs from below (local out-of-memory, DSM mapping
  *		failures), which the guard catches.
  *
- * With jstate (parse analysis of a statement with constants) it only makes
- * sure the entry exists, normalizing the text if it does not: the
+ * With s->jstate (parse analysis of a statement with constants) it only
+ * makes sure the entry exists, normalizing the text if it does not: the
  * normalized text can only be computed here.  Otherwise it adds one
  * planning or execution to the backend's pending counters, creating the
  * entry with the statement's own text if needed.  Memory: the normalized
  * text is palloc'd in CurrentMemoryContext and freed before returning.
  */
 static void
-store_internal(void *arg)
+store_guarded(void *arg)
 {
-	StoreArgs  *sa = (StoreArgs *) arg;
-	const char *query = sa->query;
-	int			query_location = sa->query_location;
-	int			query_len = sa->query_len;
-	JumbleState *jstate = sa->jstate;
+	const PgssNgStore *s = (const PgssNgStore *) arg;
 	PgssNgStmtKey key;
 	PgssNgCounters *c;
-	char	   *norm_query = NULL;
 
 	if (!pgss_ng_stmt_attach())
 		return;
@@ -391,74 +387,64 @@ store_internal(void *arg)
 	memset(&key, 0, sizeof(key));
 	key.userid = GetUserId();
 	key.dbid = MyDatabaseId;
-	key.queryid = sa->queryid;
-	key.toplevel = sa->toplevel;
+	key.queryid = s->queryid;
+	key.toplevel = s->toplevel;
 
-	if (jstate != NULL && pgss_ng_kind_exists(pgss_ng_stmt_kind, &key))
-		return;
-
-	if (jstate != NULL)
+	if (s->jstate != NULL)
 	{
+		const char *query = s->query;
+		int			query_location = s->query_location;
+		int			query_len = s->query_len;
+		char	   *norm_query;
+
+		if (pgss_ng_kind_exists(pgss_ng_stmt_kind, &key))
+			return;
 		query = CleanQuerytext(query, &query_location, &query_len);
-		norm_query = pgss_ng_normalize_query(jstate, query, query_location,
-											 &query_len);
+		norm_query = pgss_ng_normalize_query(s->jstate, query,
+											 query_location, &query_len);
 		pgss_ng_stmt_create(&key, norm_query, query_len);
 		pfree(norm_query);
 		return;
 	}
 
-	c = pgss_ng_stmt_pending(&key, query, query_location, query_len, false);
+	c = pgss_ng_stmt_pending(&key, s->query, s->query_location,
+							 s->query_len, false);
 	if (c == NULL)
 	{
 		pgss_ng_stmt_count_dropped(1);
 		return;
 	}
 	/* c is the first member of the pending entry (PgssNgPending) */
-	count_one((PgssNgPending *) c, sa->phase, sa->total_time, sa->rows,
-			  sa->bufusage, sa->walusage, sa->jitusage, sa->parallel,
-			  sa->cpu);
+	count_one((PgssNgPending *) c, s);
 }
 
 /*
  * pgss_ng_store
- *		Record a planning or execution of a statement (or, with jstate,
- *		make its entry with the normalized text).  Called from the hooks.
- *
- * query/query_location/query_len locate the statement in its source
- * string; total_time is in ms; cpu is the call's CPU time, NULL if it was
- * not sampled.  No ERROR escapes into the user's
- * statement: one raised below is caught, logged, and the planning or
- * execution counted as dropped.
+ *		Record what s describes (see PgssNgStore): a planning or execution
+ *		of a statement, or, with s->jstate, its entry with the normalized
+ *		text.  Called from the hooks.  No ERROR escapes into the user's
+ *		statement: one raised below is caught, logged, and the planning or
+ *		execution counted as dropped.
  */
 void
-pgss_ng_store(const char *query, uint64 queryid, int query_location,
-			  int query_len, PgssNgPhase phase, bool toplevel,
-			  double total_time, uint64 rows, const BufferUsage *bufusage,
-			  const WalUsage *walusage, const JitInstrumentation *jitusage,
-			  const PgssNgParallelUsage *parallel,
-			  const PgssNgCpuUsage *cpu, JumbleState *jstate)
+pgss_ng_store(const PgssNgStore *s)
 {
-	/* in StoreArgs' order */
-	StoreArgs	sa = {query, queryid, query_location, query_len, phase,
-					  toplevel, total_time, rows, bufusage, walusage,
-					  jitusage, parallel, cpu, jstate};
-
-	if (queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
+	if (s->queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
 		return;
 
 	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
-							store_internal, &sa) &&
-		jstate == NULL)
+							store_guarded, unconstify(PgssNgStore *, s)) &&
+		s->jstate == NULL)
 		pgss_ng_stmt_count_dropped(1);
 }
 
 /*
- * flush_internal
+ * flush_guarded
  *		The body of pgss_ng_flush(), run under pgss_ng_kind_guard(); arg
  *		points to its force argument.
  */
 static void
-flush_internal(void *arg)
+flush_guarded(void *arg)
 {
 	bool		force = *(bool *) arg;
 
@@ -489,5 +475,5 @@ pgss_ng_flush(bool force)
 
 	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
 							  "flush statement statistics",
-							  flush_internal, &force);
+							  flush_guarded, &force);
 }

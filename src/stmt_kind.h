@@ -13,9 +13,10 @@
  *	  PgssNgCounters, its merge (a sum), its place in the saved record and
  *	  its output column (in list order: the first list after the exec time
  *	  group, the second at the end of the view); then fill it in
- *	  count_one() (stmt_backend.c) or where it is counted, add the column to
- *	  the install script, and bump PGSS_NG_FILE_VERSION (persist.c): the
- *	  saved record changed.
+ *	  count_one() (stmt_backend.c) or where it is counted (a value a hook
+ *	  measures reaches count_one() as one field of PgssNgStore, set where
+ *	  the hook builds it), add the column to the install script, and bump
+ *	  PGSS_NG_FILE_VERSION (persist.c): the saved record changed.
  *
  * Locking: the statement kind's shared data is protected by the entry lock
  * of the kind layer (see kind.h); the info counters by a spinlock of
@@ -37,7 +38,6 @@
 /* What a store call records: a planning or an execution (a "phase"). */
 typedef enum PgssNgPhase
 {
-	PGSS_NG_INVALID = -1,		/* only create the entry (parse analysis) */
 	PGSS_NG_PLAN = 0,			/* a planning */
 	PGSS_NG_EXEC,				/* an execution */
 	PGSS_NG_NUMPHASE
@@ -158,6 +158,34 @@ typedef struct PgssNgCpuUsage
 	double		system_ms;
 } PgssNgCpuUsage;
 
+/*
+ * What one pgss_ng_store() call records, built by a hook with designated
+ * initializers (a field left out is 0 or NULL).  The statement is located
+ * in its source string by query_location and query_len.  With jstate
+ * (parse analysis of a statement with constants) only the entry is made,
+ * with the normalized text, and the fields after jstate are not read;
+ * otherwise one planning or execution (phase) is counted, with what it
+ * used.  A counter fed by a hook is one field here, filled by the hook and
+ * read by count_one() (stmt_backend.c).
+ */
+typedef struct PgssNgStore
+{
+	const char *query;			/* the source string */
+	int			query_location; /* the statement's place in it */
+	int			query_len;
+	uint64		queryid;
+	bool		toplevel;		/* executed at top level */
+	JumbleState *jstate;		/* parse analysis only, or NULL */
+	PgssNgPhase phase;
+	double		total_time;		/* ms */
+	uint64		rows;
+	const BufferUsage *bufusage;
+	const WalUsage *walusage;
+	const JitInstrumentation *jitusage; /* or NULL: no JIT */
+	const PgssNgParallelUsage *parallel;	/* or NULL: none measured */
+	const PgssNgCpuUsage *cpu;	/* or NULL: not sampled */
+} PgssNgStore;
+
 /* The quantiles shown per phase: p50, p90, p95, p99, p999. */
 #define PGSS_NG_NUM_QUANTILES	5
 extern const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES];
@@ -230,16 +258,7 @@ extern bool pgss_ng_stmt_attach(void);
 extern uint32 pgss_ng_stmt_attached(void);
 
 /* the hooks: stmt_backend.c */
-extern void pgss_ng_store(const char *query, uint64 queryid,
-						  int query_location, int query_len,
-						  PgssNgPhase phase, bool toplevel,
-						  double total_time, uint64 rows,
-						  const BufferUsage *bufusage,
-						  const WalUsage *walusage,
-						  const JitInstrumentation *jitusage,
-						  const PgssNgParallelUsage *parallel,
-						  const PgssNgCpuUsage *cpu,
-						  JumbleState *jstate);
+extern void pgss_ng_store(const PgssNgStore *s);
 extern void pgss_ng_flush(bool force);
 
 /*

@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * cpu_usage.c
- *	  CPU time of planning and execution, pg_stat_kcache's meaning: the
- *	  user and system time getrusage() reports for this backend between
- *	  the start and the end of a call.  Owns GUC pgss_ng.track_cpu.
+ * usage.c
+ *	  What a planning or an execution used: wall time, buffer and WAL
+ *	  usage measured around a call (pgss_ng_usage_start/stop, for the
+ *	  planner and utility hooks; the executor measures its own), and CPU
+ *	  time, pg_stat_kcache's meaning: the user and system time getrusage()
+ *	  reports for this backend between the start and the end of a call.
+ *	  Owns GUC pgss_ng.track_cpu.
  *
  * An execution is sampled at ExecutorStart and measured at ExecutorEnd;
  * its start sample waits in a CpuStart, allocated in the query's memory
@@ -19,7 +22,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "cpu_usage.h"
+#include "usage.h"
 
 /*
  * getrusage() of this thread where the platform has it (Linux), else of
@@ -162,4 +165,38 @@ pgss_ng_cpu_start_keep(QueryDesc *queryDesc, const struct rusage *start)
 	cs->cb.arg = cs;
 	MemoryContextRegisterResetCallback(cxt, &cs->cb);
 	dlist_push_head(&cpu_starts, &cs->node);
+}
+
+/*
+ * pgss_ng_usage_start / pgss_ng_usage_stop
+ *		Measure the wall time (ms), buffer and WAL usage of a call made
+ *		between them, from the backend's cumulative counters, and its CPU
+ *		time when pgss_ng.track_cpu is on at the start.
+ */
+void
+pgss_ng_usage_start(PgssNgUsageMeasure *m)
+{
+	m->bufusage_start = pgBufferUsage;
+	m->walusage_start = pgWalUsage;
+	m->cpu_sampled = pgss_ng_cpu_enabled();
+	if (m->cpu_sampled)
+		pgss_ng_cpu_sample(&m->cpu_start);
+	INSTR_TIME_SET_CURRENT(m->start);
+}
+
+void
+pgss_ng_usage_stop(PgssNgUsageMeasure *m)
+{
+	instr_time	duration;
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, m->start);
+	m->duration_ms = INSTR_TIME_GET_MILLISEC(duration);
+	if (m->cpu_sampled)
+		pgss_ng_cpu_since(&m->cpu_start, &m->cpu);
+
+	memset(&m->bufusage, 0, sizeof(BufferUsage));
+	BufferUsageAccumDiff(&m->bufusage, &pgBufferUsage, &m->bufusage_start);
+	memset(&m->walusage, 0, sizeof(WalUsage));
+	WalUsageAccumDiff(&m->walusage, &pgWalUsage, &m->walusage_start);
 }
