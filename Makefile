@@ -22,7 +22,8 @@ OBJS = \
 	src/kind_maint.o \
 	src/errlimit.o \
 	src/stmt_kind.o \
-	src/stmt_kind_io.o \
+	src/stmt_read.o \
+	src/stmt_saved.o \
 	src/stmt_errors.o \
 	src/stmt_backend.o \
 	src/hist.o \

@@ -50,7 +50,6 @@
 #include "datatype/timestamp.h"
 #include "lib/dshash.h"
 #include "lib/ilist.h"
-#include "lib/stringinfo.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "utils/dsa.h"
@@ -130,19 +129,6 @@ typedef struct PgssNgKindInfo
 	 * come after those (innermost).
 	 */
 	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
-
-	/*
-	 * Serialize an entry (appending to buf; entry lock held shared) and
-	 * re-create one from its serialized form (false: malformed; *restored
-	 * false: well-formed but not created, e.g. the key exists already),
-	 * for persistence across restarts (persist.c).
-	 */
-	void		(*to_serialized_cb) (PgssNgKind *kind, const void *key,
-									 const void *shared_data,
-									 StringInfo buf);
-	bool		(*from_serialized_cb) (PgssNgKind *kind,
-									   const char *data, Size len,
-									   bool *restored);
 
 	/*
 	 * Optional: whether memory the kind data owns (e.g. a query text
@@ -263,12 +249,5 @@ extern bool pgss_ng_kind_read(PgssNgKind *kind, const void *key,
 							  PgssNgVisitFn visit, void *arg);
 extern bool pgss_ng_kind_update(PgssNgKind *kind, const void *key,
 								PgssNgUpdateFn update, void *arg);
-typedef void (*PgssNgSerializedFn) (const char *data, Size len,
-									double usage, void *arg);
-extern void pgss_ng_kind_foreach_serialized(PgssNgKind *kind,
-											PgssNgSerializedFn fn,
-											void *arg);
-extern bool pgss_ng_kind_from_serialized(PgssNgKind *kind, const char *data,
-										 Size len, bool *restored);
 
 #endif							/* PGSS_NG_KIND_H */

@@ -2,7 +2,7 @@
  *
  * kind_maint.c
  *	  The kind layer's readers and maintenance: visiting every entry
- *	  (foreach, and its serialized form for persistence), dropping or
+ *	  (foreach), dropping or
  *	  updating the entries whose key matches, reading or updating one
  *	  entry, and the kind-wide counters and limit.
  *
@@ -303,63 +303,4 @@ pgss_ng_kind_read(PgssNgKind *kind, const void *key, PgssNgVisitFn visit,
 	visit(kind, key, PgssNgSharedData(shared), arg);
 	unlock_live_entry(kind, shared, he);
 	return true;
-}
-
-/* State of pgss_ng_kind_foreach_serialized's visitor. */
-typedef struct SerializeState
-{
-	PgssNgSerializedFn fn;
-	void	   *arg;
-	StringInfoData buf;			/* reused for each entry */
-} SerializeState;
-
-/*
- * serialize_visit
- *		foreach visitor: serialize one entry with the kind's
- *		to_serialized_cb and hand it to the caller's function with the
- *		entry's usage.  Entry lock and partition lock held shared.
- */
-static void
-serialize_visit(PgssNgKind *kind, const void *key, const void *shared_data,
-				void *arg)
-{
-	SerializeState *ss = (SerializeState *) arg;
-
-	resetStringInfo(&ss->buf);
-	kind->info->to_serialized_cb(kind, key, shared_data, &ss->buf);
-	ss->fn(ss->buf.data, ss->buf.len, pgss_ng_kind_usage(shared_data),
-		   ss->arg);
-}
-
-/*
- * pgss_ng_kind_foreach_serialized
- *		Call fn with the serialized form (to_serialized_cb) and the usage
- *		of every live entry, for persistence across restarts.  fn must copy
- *		what it keeps: the buffer is reused.  Locks: as
- *		pgss_ng_kind_foreach(); fn runs under them.  Memory:
- *		CurrentMemoryContext.
- */
-void
-pgss_ng_kind_foreach_serialized(PgssNgKind *kind, PgssNgSerializedFn fn,
-								void *arg)
-{
-	SerializeState ss;
-
-	ss.fn = fn;
-	ss.arg = arg;
-	initStringInfo(&ss.buf);
-	pgss_ng_kind_foreach(kind, serialize_visit, &ss);
-	pfree(ss.buf.data);
-}
-
-/*
- * pgss_ng_kind_from_serialized
- *		Re-create an entry from its serialized form through the kind's
- *		from_serialized_cb (see PgssNgKindInfo).
- */
-bool
-pgss_ng_kind_from_serialized(PgssNgKind *kind, const char *data, Size len,
-							 bool *restored)
-{
-	return kind->info->from_serialized_cb(kind, data, len, restored);
 }

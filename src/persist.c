@@ -43,12 +43,8 @@
  *	  - on SIGQUIT (immediate shutdown, crash of another process) it exits
  *		at once, writing nothing.
  *
- * File format (all integers in the machine's byte order):
- *	  uint32 magic, uint32 format version, uint32 PostgreSQL major version,
- *	  uint32 length of the info block, the info block (PgssNgSavedInfo),
- *	  uint32 number of records, then per record uint32 length + the kind's
- *	  serialized entry (to_serialized_cb), and last the CRC-32C of all the
- *	  bytes before it.
+ * File format: see stmt_saved.h, which holds it whole (header, info
+ * block, entry record, format version); this file reads and writes it.
  *
  * Locking: reading entries takes the kind layer's locks (foreach); the
  * writer runs when no client backend is left, the reader before most of
@@ -78,19 +74,13 @@
 
 #include "compat.h"
 #include "persist.h"
-#include "stmt_kind.h"
+#include "stmt_saved.h"
 
 #define PGSS_NG_STAT_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/pgss_ng.stat"
 #define PGSS_NG_STAT_TMPFILE	PGSS_NG_STAT_FILE ".tmp"
-#define PGSS_NG_FILE_MAGIC		0x50474E47	/* "PGNG" */
-/*
- * Format version: raise it whenever a saved record changes.  1: the
- * counters of pg_stat_statements 1.10; 2: plus failed executions and
- * last_executed; 3: the counters of 1.12 (shared/local block times,
- * wal_buffers_full, jit_deform_*, parallel_workers_*); 4: plus the time
- * histograms and CPU times.
- */
-#define PGSS_NG_FILE_VERSION	4
+
+/* the header: magic, version, major, info block size, record size */
+#define PGSS_NG_HEADER_WORDS	5
 
 /* Longest the writer waits for backends to flush and detach (ms). */
 #define PGSS_NG_WRITER_WAIT_MS	30000
@@ -200,7 +190,7 @@ pgss_ng_persist_init(void)
 
 /*
  * collect_entry
- *		pgss_ng_kind_foreach_serialized callback: copy one serialized entry
+ *		pgss_ng_stmt_save_records callback: copy one entry's record
  *		into its own buffer (so the whole file never has to fit in one
  *		allocation) and remember its usage.  Entry lock held shared.
  *		Memory: the writer's context.
@@ -278,7 +268,6 @@ file_write_uint32(StatFile *f, uint32 v)
 static void
 write_stats_file(void)
 {
-	PgssNgKind *kind = pgss_ng_stmt_kind;
 	WriteState	ws;
 	StatFile	f;
 	PgssNgSavedInfo info;
@@ -287,7 +276,7 @@ write_stats_file(void)
 	ws.size = 256;
 	ws.n = 0;
 	ws.entries = palloc(sizeof(SavedEntry) * ws.size);
-	pgss_ng_kind_foreach_serialized(kind, collect_entry, &ws);
+	pgss_ng_stmt_save_records(collect_entry, &ws);
 	qsort(ws.entries, ws.n, sizeof(SavedEntry), saved_entry_cmp);
 
 	pgss_ng_stmt_save_info(&info);
@@ -308,6 +297,7 @@ write_stats_file(void)
 	file_write_uint32(&f, PGSS_NG_FILE_VERSION);
 	file_write_uint32(&f, PG_VERSION_NUM / 10000);
 	file_write_uint32(&f, sizeof(info));
+	file_write_uint32(&f, sizeof(PgssNgStmtRecord));
 	file_write(&f, &info, sizeof(info));
 	file_write_uint32(&f, ws.n);
 	for (i = 0; i < ws.n; i++)
@@ -377,54 +367,6 @@ read_uint32(const char *data, Size len, Size *pos, uint32 *v)
 	return true;
 }
 
-/* What restore_one restores, and what restore_guarded returns. */
-typedef struct RestoreArgs
-{
-	PgssNgKind *kind;
-	const char *data;
-	Size		len;
-	/* set by restore_guarded */
-	bool		wellformed;
-	bool		restored;
-} RestoreArgs;
-
-/*
- * restore_guarded
- *		The body of restore_one, run under pgss_ng_kind_guard(): the kind's
- *		from_serialized_cb.
- */
-static void
-restore_guarded(void *arg)
-{
-	RestoreArgs *ra = (RestoreArgs *) arg;
-	bool		r = false;
-
-	ra->wellformed = pgss_ng_kind_from_serialized(ra->kind, ra->data,
-												  ra->len, &r);
-	ra->restored = r;
-}
-
-/*
- * restore_one
- *		Re-create one saved entry (the kind's from_serialized_cb).  Returns
- *		false if the record is malformed; *restored says whether its counts
- *		are in.  An ERROR while doing it (e.g. a DSM segment that cannot be
- *		created) is logged (pgss_ng_kind_guard) and loses this entry only,
- *		not the rest of the file, which is already removed.  The writer
- *		holds no LWLock here.
- */
-static bool
-restore_one(PgssNgKind *kind, const char *data, Size len, bool *restored)
-{
-	RestoreArgs ra = {.kind = kind, .data = data, .len = len,
-	.wellformed = true};
-
-	(void) pgss_ng_kind_guard(kind, "restore a saved entry",
-							  restore_guarded, &ra);
-	*restored = ra.restored;
-	return ra.wellformed;
-}
-
 /*
  * read_stats_file
  *		Read the whole of PGSS_NG_STAT_FILE (if any) and remove it.  Returns
@@ -483,10 +425,40 @@ read_stats_file(Size *len)
 }
 
 /*
+ * check_framing
+ *		Whether the nrec records from pos on (each a uint32 length and that
+ *		many bytes) end exactly at len; otherwise reports the problem
+ *		(bad_file) and returns false.
+ */
+static bool
+check_framing(const char *data, Size len, Size pos, uint32 nrec)
+{
+	uint32		i;
+
+	for (i = 0; i < nrec; i++)
+	{
+		uint32		reclen;
+
+		if (!read_uint32(data, len, &pos, &reclen) || len - pos < reclen)
+		{
+			bad_file("it is truncated");
+			return false;
+		}
+		pos += reclen;
+	}
+	if (pos != len)
+	{
+		bad_file("trailing bytes after the last entry");
+		return false;
+	}
+	return true;
+}
+
+/*
  * check_stats_file
  *		Check a stats file read into data: its size, magic number, format
- *		version, PostgreSQL major version, CRC-32C, info block and the
- *		framing of every record.  On success, returns true with *len cut to
+ *		version, PostgreSQL major version, record size, CRC-32C, info block
+ *		and the framing of every record.  On success, returns true with *len cut to
  *		exclude the CRC, *pos at the first record, the info block in *info
  *		and the number of records in *nrec; otherwise reports the problem
  *		(bad_file) and returns false.
@@ -498,12 +470,13 @@ check_stats_file(const char *data, Size *len, Size *pos,
 	uint32		magic = 0,
 				version = 0,
 				major = 0,
-				infolen,
-				i;
+				infolen = 0,
+				recsize = 0;
 	pg_crc32c	crc,
 				filecrc;
 
-	if (*len < 6 * sizeof(uint32) + sizeof(pg_crc32c))
+	if (*len < (PGSS_NG_HEADER_WORDS + 1) * sizeof(uint32) +
+		sizeof(pg_crc32c))
 	{
 		bad_file(*len == 0 ? "it is empty" : "it is truncated");
 		return false;
@@ -514,6 +487,8 @@ check_stats_file(const char *data, Size *len, Size *pos,
 	read_uint32(data, *len, pos, &magic);
 	read_uint32(data, *len, pos, &version);
 	read_uint32(data, *len, pos, &major);
+	read_uint32(data, *len, pos, &infolen);
+	read_uint32(data, *len, pos, &recsize);
 	if (magic != PGSS_NG_FILE_MAGIC)
 	{
 		bad_file("wrong magic number");
@@ -531,6 +506,13 @@ check_stats_file(const char *data, Size *len, Size *pos,
 						  major, PG_VERSION_NUM / 10000));
 		return false;
 	}
+	/* the same version with another layout: a build that forgot a bump */
+	if (recsize != sizeof(PgssNgStmtRecord))
+	{
+		bad_file(psprintf("entry record size %u, expected %u",
+						  recsize, (uint32) sizeof(PgssNgStmtRecord)));
+		return false;
+	}
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, data, *len);
 	FIN_CRC32C(crc);
@@ -539,8 +521,7 @@ check_stats_file(const char *data, Size *len, Size *pos,
 		bad_file("checksum mismatch");
 		return false;
 	}
-	if (!read_uint32(data, *len, pos, &infolen) || infolen != sizeof(*info) ||
-		*len - *pos < sizeof(*info))
+	if (infolen != sizeof(*info) || *len - *pos < sizeof(*info))
 	{
 		bad_file("bad info block");
 		return false;
@@ -554,27 +535,7 @@ check_stats_file(const char *data, Size *len, Size *pos,
 	}
 
 	/* check every record's framing before creating anything */
-	{
-		Size		p = *pos;
-
-		for (i = 0; i < *nrec; i++)
-		{
-			uint32		reclen;
-
-			if (!read_uint32(data, *len, &p, &reclen) || *len - p < reclen)
-			{
-				bad_file("it is truncated");
-				return false;
-			}
-			p += reclen;
-		}
-		if (p != *len)
-		{
-			bad_file("trailing bytes after the last entry");
-			return false;
-		}
-	}
-	return true;
+	return check_framing(data, *len, *pos, *nrec);
 }
 
 /*
@@ -618,7 +579,8 @@ load_stats_file(void)
 		bool		wellformed;
 
 		(void) read_uint32(data, len, &pos, &reclen);	/* framing checked */
-		wellformed = restore_one(kind, data + pos, reclen, &restored);
+		wellformed = pgss_ng_stmt_restore_record(data + pos, reclen,
+												 &restored);
 		if (!wellformed)
 		{
 			bad_file("malformed entry");

@@ -10,8 +10,8 @@
  * counters, the lookup of a backend's pending counters, the info counters
  * (PgssNgInfo) and the GUC pgss_ng.max.  What a backend records (attach,
  * one call, failed executions, flush, exit) is in stmt_backend.c; what
- * readers see, resets and the saved record in stmt_kind_io.c.  Only these
- * files interpret the counters.
+ * readers see and resets in stmt_read.c; the saved record in stmt_saved.c.
+ * Only these files interpret the counters.
  *
  * Locking: counters in shared entries are changed only by the flush
  * callback (entry lock exclusive) and the reset and update callbacks
@@ -53,8 +53,6 @@ static const PgssNgKindInfo stmt_kind_info = {
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
 	.free_cb = stmt_free,
-	.to_serialized_cb = pgss_ng_stmt_to_serialized,
-	.from_serialized_cb = pgss_ng_stmt_from_serialized,
 	.needs_room_cb = stmt_needs_room,
 };
 

@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_kind.h
- *	  The statement kind (stmt_kind.c): its key, its counters, and the
- *	  entry points that the hooks (pgss_ng.c), the SQL functions
- *	  (sqlfuncs.c) and the writer (persist.c) use.  Only stmt_kind.c
- *	  interprets the counters (merge, min/max reset, what a reader sees,
- *	  the saved record); the others see a snapshot or call a function.
+ *	  The statement kind: its key, its counters, and the entry points that
+ *	  the hooks (pgss_ng.c), the SQL functions (sqlfuncs.c) and the writer
+ *	  (persist.c) use; the stats file's format and the writer's own entry
+ *	  points are in stmt_saved.h.  Only the statement kind's files
+ *	  interpret the counters (counting, merge, min/max reset, what a
+ *	  reader sees, the saved record); the others see a snapshot or call a
+ *	  function.
  *
  * Adding a counter
  *	  One line in PGSS_NG_SUM_COUNTERS below (a pg_stat_statements column)
@@ -16,7 +18,7 @@
  *	  count_one() (stmt_backend.c) or where it is counted (a value a hook
  *	  measures reaches count_one() as one field of PgssNgStore, set where
  *	  the hook builds it), add the column to the install script, and bump
- *	  PGSS_NG_FILE_VERSION (persist.c): the saved record changed.
+ *	  PGSS_NG_FILE_VERSION (stmt_saved.h): the saved record changed.
  *
  * Locking: the statement kind's shared data is protected by the entry lock
  * of the kind layer (see kind.h); the info counters by a spinlock of
@@ -231,18 +233,6 @@ typedef struct PgssNgStmtInfo
 	PgssNgQtextStats qtext;		/* the text arena */
 } PgssNgStmtInfo;
 
-/*
- * The counters saved in the stats file's info block (persist.c writes the
- * struct as it is: its layout is part of the file format).
- */
-typedef struct PgssNgSavedInfo
-{
-	int64		dealloc;
-	int64		dropped;
-	int64		backstop_skips;
-	TimestampTz stats_reset;
-} PgssNgSavedInfo;
-
 /* the statement kind's handle in the kind layer */
 extern PgssNgKind *pgss_ng_stmt_kind;
 
@@ -269,7 +259,7 @@ extern int	pgss_ng_stmt_begin(uint64 queryid, bool toplevel,
 							   const char *query, int query_location,
 							   int query_len, double prior_ms);
 
-/* the SQL functions: stmt_kind_io.c */
+/* the SQL functions: stmt_read.c */
 extern void pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
 							  PgssNgStmtEmitFn emit, void *arg);
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
@@ -277,11 +267,5 @@ extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 extern void pgss_ng_stmt_info(PgssNgStmtInfo *out);
 extern bool pgss_ng_stmt_histograms(const PgssNgStmtKey *key,
 									PgssNgHistPair *out);
-
-/* the writer (persist.c): stmt_kind_io.c */
-extern void pgss_ng_stmt_save_info(PgssNgSavedInfo *out);
-extern void pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in);
-extern bool pgss_ng_stmt_loaded(void);
-extern void pgss_ng_stmt_set_loaded(void);
 
 #endif							/* PGSS_NG_STMT_KIND_H */

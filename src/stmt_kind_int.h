@@ -2,9 +2,9 @@
  *
  * stmt_kind_int.h
  *	  What the files of the statement kind (stmt_kind.c, stmt_backend.c,
- *	  stmt_kind_io.c) share and nobody else sees: the layout of a shared
- *	  statement entry, the info counters, the merge and the saved record's
- *	  callbacks.
+ *	  stmt_read.c, stmt_saved.c) share and nobody else sees: the layout of
+ *	  a shared statement entry and of its pending data, the info counters,
+ *	  the pending lookup and the merge.
  *
  * Locking: PgssNgStmtShared is protected by its entry lock (kind layer);
  * PgssNgInfo by its spinlock, except loaded (the writer's alone).
@@ -97,14 +97,8 @@ extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
 							   const PgssNgCounters *src,
 							   const bool *src_minmax);
+
 /* stmt_backend.c */
 extern void pgss_ng_stmt_merge_errors(void);
-
-/* stmt_kind_io.c */
-extern void pgss_ng_stmt_to_serialized(PgssNgKind *kind, const void *key,
-									   const void *shared_data,
-									   StringInfo buf);
-extern bool pgss_ng_stmt_from_serialized(PgssNgKind *kind, const char *data,
-										 Size len, bool *restored);
 
 #endif							/* PGSS_NG_STMT_KIND_INT_H */

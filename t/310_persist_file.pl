@@ -1,10 +1,14 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 4, the server's major, and a
-#   trailing CRC-32C of everything before it (checked here independently).
+# - Its header: magic "PGNG", format version 5, the server's major, the
+#   sizes of the info block and of an entry record, and a trailing CRC-32C
+#   of everything before it (checked here independently); each record is
+#   that many bytes, then its entry's query text.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (3: before the time histograms and CPU
-#   times), a PostgreSQL major pgss_ng never supported (14) and another
+#   magic, an older format version (4: before the record sizes in the
+#   header), an entry record size that is not this build's (a record
+#   layout changed without a version bump), a PostgreSQL major pgss_ng
+#   never supported (14) and another
 #   supported one (a file carried over by pg_upgrade), empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
 #   that only the record is wrong), trailing bytes (CRC recomputed).  For
@@ -85,31 +89,44 @@ SET work_mem = '5MB';
 
 my $good_rows = quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel');
 my $good_entries = quiet_psql('SELECT entries FROM pgss_ng_info');
+# The texts of the entries, in hex: each ends one record.
+my %texts = map { $_ => 1 } split /,/,
+  quiet_psql(q{SELECT string_agg(encode(convert_to(query, 'UTF8'), 'hex'), ',') FROM pgss_ng});
+
 ok($good_entries >= 10, "the good file will hold $good_entries entries");
 
 $node->stop('fast');
 ok(-f $statfile, 'clean stop writes the file');
 my $good = slurp_file($statfile);
 my $len = length($good);
-my ($magic, $version, $major, $infolen) = unpack('L4', $good);
+my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 4, 'header: format version 4');
+is($version, 5, 'header: format version 5');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
-my $nrec = unpack('L', substr($good, 16 + $infolen, 4));
+my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
 is($nrec, $good_entries, 'header: number of records = entries');
 is(unpack('L', substr($good, $len - 4)), crc32c(substr($good, 0, $len - 4)),
 	'trailer: CRC-32C of all the bytes before it');
 
 # Offset of the last record's length word.
-my $p = 16 + $infolen + 4;
+my $p = 20 + $infolen + 4;
 my $last;
+my $short = 0;
+my %tails;    # what follows each record's fixed part, in hex
 for (1 .. $nrec)
 {
+	my $reclen = unpack('L', substr($good, $p, 4));
+	if ($reclen < $recsize) { $short++; }
+	else { $tails{ unpack('H*', substr($good, $p + 4 + $recsize, $reclen - $recsize)) } = 1; }
 	$last = $p;
-	$p += 4 + unpack('L', substr($good, $p, 4));
+	$p += 4 + $reclen;
 }
 is($p, $len - 4, 'records end where the CRC begins');
+is($short . ' ' . scalar(grep { !$tails{$_} } keys %texts),
+	'0 0',
+	"records: none shorter than the header's entry record size ($recsize), "
+	  . 'and every text of the view follows the fixed part of one');
 
 sub with_crc
 {
@@ -130,8 +147,13 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 3) . substr($good, 8),
-		qr/^format version 3, expected 4$/
+		substr($good, 0, 4) . pack('L', 4) . substr($good, 8),
+		qr/^format version 4, expected 5$/
+	],
+	[
+		'entry record size of another layout',
+		substr($good, 0, 16) . pack('L', $recsize + 8) . substr($good, 20),
+		qr/^entry record size ${\($recsize + 8)}, expected $recsize$/
 	],
 	[
 		'wrong PostgreSQL major',

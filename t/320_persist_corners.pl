@@ -96,7 +96,7 @@ sub quiet_psql_offline_count
 {
 	my ($b) = @_;
 	my $infolen = unpack('L', substr($b, 12, 4));
-	return unpack('L', substr($b, 16 + $infolen, 4));
+	return unpack('L', substr($b, 20 + $infolen, 4));
 }
 
 # Same length, so the framing stays valid; only the texts change.

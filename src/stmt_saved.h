@@ -1,0 +1,102 @@
+/*-------------------------------------------------------------------------
+ *
+ * stmt_saved.h
+ *	  The stats file's format, in one place: its header, the info block
+ *	  (PgssNgSavedInfo), the entry record (PgssNgStmtRecord) and the
+ *	  format version, and the statement kind's functions that turn entries
+ *	  into records and back (stmt_saved.c) for the writer (persist.c).
+ *
+ * File format (all integers in the machine's byte order):
+ *	  uint32 magic (PGSS_NG_FILE_MAGIC), uint32 format version
+ *	  (PGSS_NG_FILE_VERSION), uint32 PostgreSQL major version, uint32 size
+ *	  of the info block, uint32 size of an entry record (its fixed part),
+ *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
+ *	  record uint32 length + the record (PgssNgStmtRecord, then qlen bytes
+ *	  of query text), and last the CRC-32C of all the bytes before it.
+ *	  A file is only read back by the same format version, PostgreSQL
+ *	  major version and record sizes: anything else is refused as a whole,
+ *	  with one WARNING (persist.c).
+ *
+ * Changing the format
+ *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord or what
+ *	  it contains (PgssNgStmtKey, PgssNgCounters, PgssNgHistPair) bumps
+ *	  PGSS_NG_FILE_VERSION, and records the new layout below it: on 64-bit
+ *	  builds stmt_saved.c compares the sizes and a fingerprint of the
+ *	  members' names and offsets with these constants at compile time, so
+ *	  a changed record does not build until both are done.
+ *
+ * Locking: see stmt_saved.c; nothing declared here requires a lock held
+ * by the caller.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGSS_NG_STMT_SAVED_H
+#define PGSS_NG_STMT_SAVED_H
+
+#include "stmt_kind.h"
+
+#define PGSS_NG_FILE_MAGIC		0x50474E47	/* "PGNG" */
+
+/*
+ * Format version: raise it whenever the file's layout changes.  1: the
+ * counters of pg_stat_statements 1.10; 2: plus failed executions and
+ * last_executed; 3: the counters of 1.12 (shared/local block times,
+ * wal_buffers_full, jit_deform_*, parallel_workers_*); 4: plus the time
+ * histograms and CPU times; 5: the header holds the sizes of the info
+ * block and of an entry record.
+ */
+#define PGSS_NG_FILE_VERSION	5
+
+/*
+ * The layout of version 5 on 64-bit builds (checked in stmt_saved.c):
+ * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), and the fingerprint
+ * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
+ * of what it contains.
+ */
+#define PGSS_NG_SAVED_INFO_SIZE		32
+#define PGSS_NG_STMT_RECORD_SIZE	1520
+#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(266140)
+
+/*
+ * The counters saved in the stats file's info block (the info counters
+ * of pgss_ng_info that survive a restart), written as the struct is.
+ */
+typedef struct PgssNgSavedInfo
+{
+	int64		dealloc;
+	int64		dropped;
+	int64		backstop_skips;
+	TimestampTz stats_reset;
+} PgssNgSavedInfo;
+
+/*
+ * One saved statement entry, written as the struct is; qlen bytes of query
+ * text follow it (qlen -1: no text).
+ */
+typedef struct PgssNgStmtRecord
+{
+	PgssNgStmtKey key;
+	PgssNgCounters counters;
+	bool		have_minmax[PGSS_NG_NUMPHASE];
+	PgssNgHistPair hist;
+	int32		encoding;
+	int32		qlen;
+	TimestampTz stats_since;
+	TimestampTz minmax_stats_since;
+	TimestampTz last_executed;	/* 0: none */
+	double		usage;			/* eviction value when saved */
+} PgssNgStmtRecord;
+
+/* what pgss_ng_stmt_save_records calls for each entry */
+typedef void (*PgssNgSavedRecordFn) (const char *data, Size len,
+									 double usage, void *arg);
+
+extern void pgss_ng_stmt_save_records(PgssNgSavedRecordFn fn, void *arg);
+extern bool pgss_ng_stmt_restore_record(const char *data, Size len,
+										bool *restored);
+extern void pgss_ng_stmt_save_info(PgssNgSavedInfo *out);
+extern void pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in);
+extern bool pgss_ng_stmt_loaded(void);
+extern void pgss_ng_stmt_set_loaded(void);
+
+#endif							/* PGSS_NG_STMT_SAVED_H */
