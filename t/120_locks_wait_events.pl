@@ -24,7 +24,7 @@
 #                   creation takes no global lock); B makes another new
 #                   entry while the table is still at max.
 # And the race that creation without a global lock must settle: A is
-# stopped in insert_one (about to insert its new entry into the hash)
+# stopped in insert_guarded (about to insert its new entry into the hash)
 # while B makes, publishes and counts into the entry of the same
 # statement; A then finds B's entry, gives its own body back and counts
 # into B's (calls 2, no body or text left over).
@@ -89,7 +89,7 @@ $_->set_query_timer_restart for ($sess_a, $sess_b, $obs);
 # Can gdb attach to a backend (ptrace may not be permitted)?  If so, it
 # must find the functions the breakpoints go on.
 my @symbols =
-  qw(pgss_ng_qtext_store candidate_cmp dshash_release_lock insert_one);
+  qw(pgss_ng_qtext_store candidate_cmp dshash_release_lock insert_guarded);
 {
 	my ($out, $err) = ('', '');
 	IPC::Run::run(
@@ -372,11 +372,11 @@ sub gdb_break_a
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		$g = gdb_break_a('race', 'insert_one') or last SCENARIO;
+		$g = gdb_break_a('race', 'insert_guarded') or last SCENARIO;
 
 		$am = send_async($sess_a, 'SELECT x FROM t2 WHERE x < 7;');
 		last SCENARIO
-		  unless ok(stopped_in($g, 'insert_one'), 'race: A stopped in insert_one');
+		  unless ok(stopped_in($g, 'insert_guarded'), 'race: A stopped in insert_guarded');
 		like(gdb_bt($g), qr/create_body|lookup_or_create/,
 			'race: A is creating an entry');
 
@@ -410,13 +410,13 @@ sub gdb_break_a
 	my ($g, $am);
   SCENARIO:
 	{
-		$g = gdb_break_a('publish', 'insert_one') or last SCENARIO;
+		$g = gdb_break_a('publish', 'insert_guarded') or last SCENARIO;
 
 		# A statement without constants: its entry is made when it ends.
 		$am = send_async($sess_a, 'SELECT x, x FROM t1;');
 		last SCENARIO
-		  unless ok(stopped_in($g, 'insert_one'),
-			'publish: A stopped in insert_one');
+		  unless ok(stopped_in($g, 'insert_guarded'),
+			'publish: A stopped in insert_guarded');
 		# The next dshash_release_lock releases the partition lock under
 		# which A published its entry; let it return.
 		gdb_send($g, 'delete', 'tbreak dshash_release_lock', 'continue');
