@@ -23,7 +23,7 @@
  *		for nothing.
  *
  * This module is generic: its user (kind_guard.c and kind_entry.c, one state
- * per kind in PgssNgKindShared) places the state and chooses the
+ * per kind in PgssNgKindControl) places the state and chooses the
  * message kinds; it has no shared memory, names or messages of its own.
  *
  * Locking: PgssNgErrLimit.mutex (a spinlock) guards every field; it is

@@ -3,7 +3,7 @@
  * errlimit.h
  *	  Rate limit of log lines and back-off of allocation attempts, over a
  *	  state that the caller places in shared memory (the kind layer keeps
- *	  one per kind, in PgssNgKindShared).  Generic: it knows nothing of
+ *	  one per kind, in PgssNgKindControl).  Generic: it knows nothing of
  *	  statements, kinds or pgss_ng, and owns no shared memory of its own.
  *
  * Locking: the state's spinlock, held only to read and update a few

@@ -1,31 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * kind.h
- *	  A small "cumulative statistics kind" layer for PostgreSQL 15.  Its
- *	  API is shaped like core's PgStat_KindInfo (PostgreSQL 18) where that
- *	  was cheap: a kind description with callbacks, entry references, a
+ *	  A small "cumulative statistics kind" layer, the same on PostgreSQL
+ *	  15 to 18 (docs/design.md, "One kind layer on every version", says
+ *	  why pgss_ng does not use 18's pgstat_register_kind()).  Its API is
+ *	  shaped like core's PgStat_KindInfo where that was cheap: a kind
+ *	  description (PgssNgKindDesc) with callbacks, entry references, a
  *	  flush callback that takes the reference and nowait and locks through
- *	  the layer.  A kind on this layer could not be registered with
- *	  pgstat_register_kind() as it is: docs/design.md ("Mapping to core
- *	  pgstat") says what differs and why.
+ *	  the layer.  docs/design.md (appendix, "Mapping to core pgstat") puts
+ *	  the two side by side.
  *
  * A kind keeps its shared entries in its own dshash, inside a DSA area that
  * the postmaster creates in place in main shared memory.  Backends count
  * into backend-local *pending* entries and *flush* them into the shared
  * entries later, taking each entry's LWLock without waiting where they can.
  * Nothing in this layer knows about statements or about pgss_ng: the
- * kind-specific parts, names included, come from PgssNgKindInfo.  The
+ * kind-specific parts, names included, come from PgssNgKindDesc.  The
  * layer's files and structures are described in kind_int.h.
  *
  * Locking rules
  *	  - The dshash partition lock protects the mapping key -> body.  A
  *		reference (refcount increment) is only taken while that lock is
  *		held, so a body that has left the hash can gain no new references.
- *	  - Removing a body from the hash (reset, eviction) marks it dropped and
- *		drops the hash's own reference; whoever brings refcount to zero
+ *	  - Removing a body from the hash (reset, eviction) marks it removed and
+ *		releases the hash's own reference; whoever brings refcount to zero
  *		frees the body (and calls the kind's free callback).
  *	  - A body's LWLock (the entry lock) protects its kind data, usage and
- *		dropped flag.  Flushes take it exclusively, readers take it shared.
+ *		removed flag.  Flushes take it exclusively, readers take it shared.
  *		Flushes try LWLockConditionalAcquire first.
  *	  - Never take a dshash partition lock while holding an entry lock: the
  *		order is partition lock, then entry lock.
@@ -74,8 +75,8 @@ typedef struct PgssNgEntryRef
 	TimestampTz pending_since;	/* when the pending data was begun */
 	/* private to the layer */
 	dsa_pointer body;
-	struct PgssNgSharedEntry *shared;
-	uint8		dropped;		/* set by pgss_ng_kind_lock_entry */
+	struct PgssNgBodyHeader *hdr;
+	uint8		removed;		/* set by pgss_ng_kind_lock_entry */
 	TimestampTz flush_time;		/* the flush's time, read under the entry
 								 * lock: the usage decay, the kind's stamp */
 	uint32		hash;			/* the key's hash in the pending hash */
@@ -87,7 +88,7 @@ typedef struct PgssNgEntryRef
  * called from backends attached to the kind's area; none may raise an
  * ERROR while the layer holds a lock (they run under LWLocks).
  */
-typedef struct PgssNgKindInfo
+typedef struct PgssNgKindDesc
 {
 	const char *name;			/* tranche names, memory contexts and
 								 * messages ("<name> could not ...") */
@@ -104,7 +105,7 @@ typedef struct PgssNgKindInfo
 	/*
 	 * Merge ref->pending into ref->shared_data.  Lock the entry with
 	 * pgss_ng_kind_lock_entry(ref, nowait) first; if that returns false
-	 * (busy with nowait, or the entry was dropped), return false at once.
+	 * (busy with nowait, or the entry was removed), return false at once.
 	 * Otherwise merge, then release with pgss_ng_kind_unlock_entry(ref,
 	 * uses), uses being the number of uses the pending data represents
 	 * (added to the entry's usage, its value for eviction), and return
@@ -138,7 +139,7 @@ typedef struct PgssNgKindInfo
 	 * raise an ERROR.
 	 */
 	bool		(*needs_room_cb) (PgssNgKind *kind);
-} PgssNgKindInfo;
+} PgssNgKindDesc;
 
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
@@ -173,9 +174,9 @@ extern bool pgss_ng_kind_guard(PgssNgKind *kind, const char *what,
 							   PgssNgGuardedFn fn, void *arg);
 
 /* set-up, in the postmaster (kind_shmem.c) */
-extern PgssNgKind *pgss_ng_kind_define(const PgssNgKindInfo *info);
-extern void pgss_ng_kind_shmem_request(const PgssNgKindInfo *info);
-extern Size pgss_ng_kind_shmem_size(const PgssNgKindInfo *info);
+extern PgssNgKind *pgss_ng_kind_define(const PgssNgKindDesc *desc);
+extern void pgss_ng_kind_shmem_request(const PgssNgKindDesc *desc);
+extern Size pgss_ng_kind_shmem_size(const PgssNgKindDesc *desc);
 extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind,
 									   const char *shmem_name);
 
@@ -215,8 +216,8 @@ typedef bool (*PgssNgCopyFn) (PgssNgKind *kind, const void *key,
 typedef void (*PgssNgEmitFn) (void *arg);
 extern void pgss_ng_kind_foreach_copy(PgssNgKind *kind, PgssNgCopyFn copy,
 									  PgssNgEmitFn emit, void *arg);
-extern uint64 pgss_ng_kind_drop_matching(PgssNgKind *kind,
-										 PgssNgMatchFn match, void *arg);
+extern uint64 pgss_ng_kind_remove_matching(PgssNgKind *kind,
+										   PgssNgMatchFn match, void *arg);
 extern uint64 pgss_ng_kind_update_matching(PgssNgKind *kind,
 										   PgssNgMatchFn match,
 										   PgssNgUpdateFn update, void *arg);
@@ -224,7 +225,7 @@ extern uint64 pgss_ng_kind_update_matching(PgssNgKind *kind,
 typedef struct PgssNgKindCounters
 {
 	int64		entries;		/* live entries */
-	int64		entries_allocated;	/* live + dropped not yet freed */
+	int64		entries_allocated;	/* live + removed not yet freed */
 	int64		entries_max;	/* max as this backend sees it */
 	int64		dealloc;		/* entries evicted */
 	int64		backstop_skips; /* creations refused at the backstop */

@@ -3,7 +3,7 @@
  * kind_entry.c
  *	  The kind layer's entries: creation of shared entries, references,
  *	  backend-local pending entries, flush with conditional locks, and
- *	  references released right after their flush.  Removal (drop, the
+ *	  references released right after their flush.  Removal (the
  *	  refcounted free, eviction) is in kind_evict.c, readers and
  *	  maintenance in kind_maint.c.
  *
@@ -24,10 +24,10 @@
  *			   is forced), merges, and releases it through
  *			   pgss_ng_kind_unlock_entry; the backend then releases its
  *			   reference: release after flush.
- *	  drop     reset or eviction removes the key from the dshash under the
- *			   partition lock, marks the body dropped under its LWLock and
+ *	  remove   reset or eviction removes the key from the dshash under the
+ *			   partition lock, marks the body removed under its LWLock and
  *			   releases the hash's reference.  Pending data flushed into a
- *			   body dropped by a reset is discarded (it was counted before
+ *			   body removed by a reset is discarded (it was counted before
  *			   the reset); into an evicted one, it is handed to the kind's
  *			   discard callback, which counts it as dropped.
  *	  evict    see kind_evict.c.
@@ -35,11 +35,11 @@
  *			   the kind's free callback released what the data owns
  *			   (kind_release_ref, kind_evict.c).
  *
- * Owns: PgssNgKindShared's entry counters (entries_live and
- * entries_allocated are raised here and lowered by the drops and frees of
+ * Owns: PgssNgKindControl's entry counters (entries_live and
+ * entries_allocated are raised here and lowered by the removals and frees of
  * kind_evict.c; next_generation, backstop_skips), the bodies' refcount and
  * generation, and the backend's pending hash.
- * Creation obeys the kind's allocation back-off (PgssNgKindShared.errlimit,
+ * Creation obeys the kind's allocation back-off (PgssNgKindControl.errlimit,
  * errlimit.c): alloc_body starts, lengthens and ends it, and the guard
  * (kind_guard.c) starts it on an out-of-memory ERROR.
  *
@@ -57,32 +57,29 @@
 
 #include "kind_int.h"
 
-static void *find_live_pending(PgssNgKind *kind, const void *key,
-							   uint32 hash);
-
 /*
  * find_ref
  *		Look key up; if found, optionally take a reference (under the
- *		partition lock, which makes the refcount safe against drops) and
+ *		partition lock, which makes the refcount safe against removals) and
  *		return true with the body's pointer and address.
  */
 static bool
 find_ref(PgssNgKind *kind, const void *key, bool want_ref,
-		 dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
+		 dsa_pointer *body_out, PgssNgBodyHeader **hdr_out)
 {
 	void	   *he;
-	PgssNgSharedEntry *shared;
+	PgssNgBodyHeader *hdr;
 
 	he = dshash_find(kind->hash, key, false);
 	if (he == NULL)
 		return false;
 
 	*body_out = HASH_TAIL(kind, he)->body;
-	shared = dsa_get_address(kind->area, *body_out);
+	hdr = dsa_get_address(kind->area, *body_out);
 	if (want_ref)
-		pg_atomic_fetch_add_u32(&shared->refcount, 1);
+		pg_atomic_fetch_add_u32(&hdr->refcount, 1);
 	dshash_release_lock(kind->hash, he);
-	*shared_out = shared;
+	*hdr_out = hdr;
 	return true;
 }
 
@@ -99,18 +96,18 @@ find_ref(PgssNgKind *kind, const void *key, bool want_ref,
 static bool
 admit_body(PgssNgKind *kind)
 {
-	PgssNgKindShared *ks = kind->shared;
+	PgssNgKindControl *ctl = kind->ctl;
 	uint32		backstop = (uint32) kind_backstop(kind);
-	uint32		n = pg_atomic_read_u32(&ks->entries_allocated);
+	uint32		n = pg_atomic_read_u32(&ctl->entries_allocated);
 
 	do
 	{
 		if (n >= backstop)
 		{
-			pg_atomic_fetch_add_u64(&ks->backstop_skips, 1);
+			pg_atomic_fetch_add_u64(&ctl->backstop_skips, 1);
 			return false;
 		}
-	} while (!pg_atomic_compare_exchange_u32(&ks->entries_allocated, &n,
+	} while (!pg_atomic_compare_exchange_u32(&ctl->entries_allocated, &n,
 											 n + 1));
 	return true;
 }
@@ -128,14 +125,14 @@ admit_body(PgssNgKind *kind)
 static dsa_pointer
 alloc_body(PgssNgKind *kind)
 {
-	PgssNgErrLimit *el = &kind->shared->errlimit;
+	PgssNgErrLimit *el = &kind->ctl->errlimit;
 	dsa_pointer body;
 
 	if (pgss_ng_errlimit_backing_off(el))
 		return InvalidDsaPointer;
 	body = dsa_allocate_extended(kind->area,
 								 PGSS_NG_SHARED_DATA_OFFSET +
-								 kind->info->shared_size,
+								 kind->desc->shared_size,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
 	if (DsaPointerIsValid(body))
 		pgss_ng_errlimit_alloc_succeeded(el);
@@ -154,7 +151,7 @@ alloc_body(PgssNgKind *kind)
 bool
 pgss_ng_kind_alloc_backing_off(PgssNgKind *kind)
 {
-	return pgss_ng_errlimit_backing_off(&kind->shared->errlimit);
+	return pgss_ng_errlimit_backing_off(&kind->ctl->errlimit);
 }
 
 /*
@@ -168,11 +165,11 @@ pgss_ng_kind_alloc_backing_off(PgssNgKind *kind)
  */
 static void
 discard_unpublished(PgssNgKind *kind, dsa_pointer body,
-					PgssNgSharedEntry *shared)
+					PgssNgBodyHeader *hdr)
 {
-	pg_atomic_write_u32(&shared->refcount, 0);
-	shared->dropped = PGSS_NG_DROP_RESET;
-	kind_free_body(kind, body, shared);
+	pg_atomic_write_u32(&hdr->refcount, 0);
+	hdr->removed = PGSS_NG_REMOVED_BY_RESET;
+	kind_free_body(kind, body, hdr);
 }
 
 /*
@@ -235,12 +232,12 @@ insert_guarded(void *arg)
  */
 static PgssNgCreateResult
 create_body(PgssNgKind *kind, CreateArgs *ca,
-			dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
+			dsa_pointer *body_out, PgssNgBodyHeader **hdr_out)
 {
-	PgssNgKindShared *ks = kind->shared;
+	PgssNgKindControl *ctl = kind->ctl;
 	PgssNgHashEntry *tail;
 	dsa_pointer body;
-	PgssNgSharedEntry *shared;
+	PgssNgBodyHeader *hdr;
 
 	if (!admit_body(kind))
 		return PGSS_NG_FULL;
@@ -248,22 +245,22 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	body = alloc_body(kind);
 	if (!DsaPointerIsValid(body))
 	{
-		pg_atomic_fetch_sub_u32(&ks->entries_allocated, 1);
+		pg_atomic_fetch_sub_u32(&ctl->entries_allocated, 1);
 		return PGSS_NG_OUT_OF_MEMORY;
 	}
 
-	shared = dsa_get_address(kind->area, body);
-	LWLockInitialize(&shared->lock, ks->entry_tranche);
-	shared->dropped = PGSS_NG_LIVE;
-	pg_atomic_init_u32(&shared->refcount, ca->want_ref ? 2 : 1);
-	shared->generation = pg_atomic_fetch_add_u64(&ks->next_generation, 1);
-	shared->usage = ca->usage;
-	shared->usage_time = GetCurrentTimestamp();
+	hdr = dsa_get_address(kind->area, body);
+	LWLockInitialize(&hdr->lock, ctl->entry_tranche);
+	hdr->removed = PGSS_NG_LIVE;
+	pg_atomic_init_u32(&hdr->refcount, ca->want_ref ? 2 : 1);
+	hdr->generation = pg_atomic_fetch_add_u64(&ctl->next_generation, 1);
+	hdr->usage = ca->usage;
+	hdr->usage_time = GetCurrentTimestamp();
 
 	PG_TRY();
 	{
 		if (ca->init)
-			(void) ca->init(kind, PgssNgSharedData(shared), ca->arg);
+			(void) ca->init(kind, PgssNgSharedData(hdr), ca->arg);
 	}
 	PG_CATCH();
 	{
@@ -274,7 +271,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 		 * kind_release_locks_or_rethrow).
 		 */
 		kind_release_locks_or_rethrow();
-		discard_unpublished(kind, body, shared);
+		discard_unpublished(kind, body, hdr);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -284,7 +281,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 							insert_guarded, ca))
 	{
 		/* not published; the guard released every LWLock */
-		discard_unpublished(kind, body, shared);
+		discard_unpublished(kind, body, hdr);
 		return PGSS_NG_OUT_OF_MEMORY;
 	}
 
@@ -293,15 +290,15 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	{
 		/* another backend published this key first: use its body */
 		*body_out = tail->body;
-		*shared_out = dsa_get_address(kind->area, tail->body);
+		*hdr_out = dsa_get_address(kind->area, tail->body);
 		if (ca->want_ref)
-			pg_atomic_fetch_add_u32(&(*shared_out)->refcount, 1);
+			pg_atomic_fetch_add_u32(&(*hdr_out)->refcount, 1);
 		dshash_release_lock(kind->hash, ca->he);
-		discard_unpublished(kind, body, shared);
+		discard_unpublished(kind, body, hdr);
 		return PGSS_NG_EXISTS;
 	}
 	tail->body = body;
-	tail->generation = shared->generation;
+	tail->generation = hdr->generation;
 
 	/*
 	 * Count the entry before its partition lock is released: from then on
@@ -310,11 +307,11 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	 * entries in the hash (it is unsigned: a reset of every entry would
 	 * wrap it round to 2^32 - 1).
 	 */
-	pg_atomic_fetch_add_u32(&ks->entries_live, 1);
+	pg_atomic_fetch_add_u32(&ctl->entries_live, 1);
 	dshash_release_lock(kind->hash, ca->he);
 
 	*body_out = body;
-	*shared_out = shared;
+	*hdr_out = hdr;
 	return PGSS_NG_CREATED;
 }
 
@@ -344,26 +341,26 @@ static PgssNgCreateResult
 lookup_or_create(PgssNgKind *kind, const void *key,
 				 PgssNgInitSharedFn init, void *arg, bool want_ref,
 				 double usage,
-				 dsa_pointer *body_out, PgssNgSharedEntry **shared_out)
+				 dsa_pointer *body_out, PgssNgBodyHeader **hdr_out)
 {
 	CreateArgs	ca = {.kind = kind, .key = key, .init = init, .arg = arg,
 	.want_ref = want_ref, .usage = usage};
 	PgssNgCreateResult r;
 
-	if (find_ref(kind, key, want_ref, body_out, shared_out))
+	if (find_ref(kind, key, want_ref, body_out, hdr_out))
 		return PGSS_NG_EXISTS;
 
 	pgss_ng_kind_evict(kind);
 
-	if (pg_atomic_read_u32(&kind->shared->entries_live) <
+	if (pg_atomic_read_u32(&kind->ctl->entries_live) <
 		(uint32) kind->max_entries)
-		return create_body(kind, &ca, body_out, shared_out);
+		return create_body(kind, &ca, body_out, hdr_out);
 
 	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);
-	if (find_ref(kind, key, want_ref, body_out, shared_out))
+	if (find_ref(kind, key, want_ref, body_out, hdr_out))
 		r = PGSS_NG_EXISTS;
 	else
-		r = create_body(kind, &ca, body_out, shared_out);
+		r = create_body(kind, &ca, body_out, hdr_out);
 	/* a failed dshash insert released every LWLock, this one included */
 	if (LWLockHeldByMe(kind->alloc_lock))
 		LWLockRelease(kind->alloc_lock);
@@ -372,22 +369,26 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 
 /*
  * pgss_ng_kind_exists
- *		Is there a pending or shared entry for key?  Takes the partition
- *		lock shared for a moment.  The answer may be stale at once; callers
- *		use it only to skip work (e.g. normalizing a text that is stored).
- *		Not read-only: a pending entry of this backend whose shared entry
- *		was dropped is flushed away first (find_live_pending), waiting for
- *		its entry lock.
+ *		Is there a live entry for key: a pending entry of this backend whose
+ *		shared entry is live, or a shared entry?  Read-only: a pending entry
+ *		whose shared entry was removed is left for its next flush
+ *		(find_live_pending), and the shared hash is looked at then.  Takes
+ *		the partition lock shared for a moment.  The answer may be stale at
+ *		once; callers use it only to skip work (e.g. normalizing a text
+ *		that is stored).
  */
 bool
 pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 {
 	void	   *he;
 
-	if (kind->npending > 0 &&
-		find_live_pending(kind, key,
-						  get_hash_value(kind->pending, key)) != NULL)
-		return true;
+	if (kind->npending > 0)
+	{
+		void	   *pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+
+		if (pe != NULL && PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_LIVE)
+			return true;
+	}
 
 	he = dshash_find(kind->hash, key, false);
 	if (he == NULL)
@@ -406,10 +407,10 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 					PgssNgInitSharedFn init, void *arg)
 {
 	dsa_pointer body;
-	PgssNgSharedEntry *shared;
+	PgssNgBodyHeader *hdr;
 	PgssNgCreateResult r;
 
-	r = lookup_or_create(kind, key, init, arg, false, 1.0, &body, &shared);
+	r = lookup_or_create(kind, key, init, arg, false, 1.0, &body, &hdr);
 	if (r == PGSS_NG_CREATED)
 		pgss_ng_kind_evict(kind);
 	return r;
@@ -418,14 +419,14 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 /*
  * max_pending
  *		Pending entries a backend may hold before an early flush:
- *		info->max_pending, but at most a quarter of max, so that a few
+ *		desc->max_pending, but at most a quarter of max, so that a few
  *		backends holding references (which keep evicted bodies allocated)
  *		cannot fill the backstop of a small table on their own.
  */
 static int
 max_pending(PgssNgKind *kind)
 {
-	return Max(1, Min(kind->info->max_pending, kind->max_entries / 4));
+	return Max(1, Min(kind->desc->max_pending, kind->max_entries / 4));
 }
 
 /*
@@ -436,7 +437,7 @@ max_pending(PgssNgKind *kind)
  *		flush) unless the pending data is older than
  *		PGSS_NG_PENDING_MAX_AGE_MS; otherwise waits, except for a lock
  *		this backend holds itself (false).  Returns false, with the lock
- *		released, also when the entry was dropped (reset, eviction); the
+ *		released, also when the entry was removed (reset, eviction); the
  *		layer then discards or hands over the pending data (flush_one).
  *		True: the lock is held, the entry is live and ref->flush_time is
  *		the time now, read under the lock (the kind may stamp the entry
@@ -448,7 +449,7 @@ max_pending(PgssNgKind *kind)
 bool
 pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
 {
-	LWLock	   *lock = &ref->shared->lock;
+	LWLock	   *lock = &ref->hdr->lock;
 
 	if (!LWLockConditionalAcquire(lock, LW_EXCLUSIVE))
 	{
@@ -462,9 +463,9 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
 			return false;
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 	}
-	if (ref->shared->dropped != PGSS_NG_LIVE)
+	if (ref->hdr->removed != PGSS_NG_LIVE)
 	{
-		ref->dropped = ref->shared->dropped;
+		ref->removed = ref->hdr->removed;
 		LWLockRelease(lock);
 		return false;
 	}
@@ -483,12 +484,12 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
 void
 pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
 {
-	PgssNgSharedEntry *shared = ref->shared;
+	PgssNgBodyHeader *hdr = ref->hdr;
 
-	shared->usage = kind_decayed_usage(shared->usage, shared->usage_time,
-									   ref->flush_time) + uses;
-	shared->usage_time = Max(shared->usage_time, ref->flush_time);
-	LWLockRelease(&shared->lock);
+	hdr->usage = kind_decayed_usage(hdr->usage, hdr->usage_time,
+									ref->flush_time) + uses;
+	hdr->usage_time = Max(hdr->usage_time, ref->flush_time);
+	LWLockRelease(&hdr->lock);
 }
 
 /*
@@ -500,7 +501,7 @@ pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
  *		stays pending (its lock was busy).
  *
  * Into a live entry, the callback merges the pending data and the usage
- * is brought up to date; into one dropped by a reset it is discarded (made
+ * is brought up to date; into one removed by a reset it is discarded (made
  * before the reset); into an evicted one it goes to the kind's discard
  * callback.  The local entry is removed and the reference released either
  * way.  Locks: the entry's LWLock (taken by the callback, through
@@ -511,13 +512,14 @@ flush_one(PgssNgKind *kind, void *pe, bool force)
 {
 	PgssNgEntryRef *ref = PENDING_REF(kind, pe);
 
-	ref->dropped = PGSS_NG_LIVE;
-	if (!kind->info->flush_pending_cb(ref, !force) &&
-		ref->dropped == PGSS_NG_LIVE)
+	ref->removed = PGSS_NG_LIVE;
+	if (!kind->desc->flush_pending_cb(ref, !force) &&
+		ref->removed == PGSS_NG_LIVE)
 		return false;
 
-	if (ref->dropped == PGSS_NG_DROP_EVICT && kind->info->discard_pending_cb)
-		kind->info->discard_pending_cb(ref);
+	if (ref->removed == PGSS_NG_REMOVED_BY_EVICTION &&
+		kind->desc->discard_pending_cb)
+		kind->desc->discard_pending_cb(ref);
 
 	/*
 	 * Forget the pending entry before releasing the reference: should
@@ -525,13 +527,13 @@ flush_one(PgssNgKind *kind, void *pe, bool force)
 	 */
 	{
 		dsa_pointer body = ref->body;
-		PgssNgSharedEntry *shared = ref->shared;
+		PgssNgBodyHeader *hdr = ref->hdr;
 
 		dlist_delete(&ref->node);
 		hash_search_with_hash_value(kind->pending, pe, ref->hash,
 									HASH_REMOVE, NULL);
 		kind->npending--;
-		kind_release_ref(kind, body, shared);
+		kind_release_ref(kind, body, hdr);
 	}
 	return true;
 }
@@ -540,10 +542,10 @@ flush_one(PgssNgKind *kind, void *pe, bool force)
  * find_live_pending
  *		This backend's pending entry for key (whose hash in the pending
  *		hash is hash), if its shared entry is still live.  One whose entry
- *		was dropped since (reset, eviction) is flushed away first, so that
+ *		was removed since (reset, eviction) is flushed away first, so that
  *		counts made from now on go to a new entry: a reset separates counts
  *		made before it from those made after it, even within one long
- *		statement.  The dropped flag is read without the entry lock; it is
+ *		statement.  The removed flag is read without the entry lock; it is
  *		only ever set once.
  */
 static void *
@@ -557,7 +559,7 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
 									 NULL);
 	if (pe == NULL)
 		return NULL;
-	if (PENDING_REF(kind, pe)->shared->dropped == PGSS_NG_LIVE)
+	if (PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_LIVE)
 		return pe;
 	flush_one(kind, pe, true);
 	return NULL;
@@ -590,7 +592,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	PgssNgEntryRef *ref;
 	PgssNgCreateResult r = PGSS_NG_OUT_OF_MEMORY;
 	dsa_pointer body;
-	PgssNgSharedEntry *shared;
+	PgssNgBodyHeader *hdr;
 	uint32		hash = get_hash_value(kind->pending, key);
 
 	live = find_live_pending(kind, key, hash);
@@ -609,7 +611,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 
 	PG_TRY();
 	{
-		r = lookup_or_create(kind, key, init, arg, true, 1.0, &body, &shared);
+		r = lookup_or_create(kind, key, init, arg, true, 1.0, &body, &hdr);
 	}
 	PG_CATCH();
 	{
@@ -629,16 +631,16 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	ref = PENDING_REF(kind, pe);
 	ref->kind = kind;
 	ref->key = pe;
-	ref->shared_data = PgssNgSharedData(shared);
+	ref->shared_data = PgssNgSharedData(hdr);
 	ref->pending = PENDING_DATA(kind, pe);
 	ref->pending_since = GetCurrentTimestamp();
 	ref->body = body;
-	ref->shared = shared;
-	ref->dropped = PGSS_NG_LIVE;
+	ref->hdr = hdr;
+	ref->removed = PGSS_NG_LIVE;
 	ref->flush_time = 0;
 	ref->hash = hash;
-	memset(ref->pending, 0, kind->info->pending_zeroed > 0 ?
-		   kind->info->pending_zeroed : kind->info->pending_size);
+	memset(ref->pending, 0, kind->desc->pending_zeroed > 0 ?
+		   kind->desc->pending_zeroed : kind->desc->pending_size);
 	dlist_push_tail(&kind->pending_list, &ref->node);
 	kind->npending++;
 
@@ -691,10 +693,10 @@ pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
 					 PgssNgInitSharedFn init, void *arg, double usage)
 {
 	dsa_pointer body;
-	PgssNgSharedEntry *shared;
+	PgssNgBodyHeader *hdr;
 
 	return lookup_or_create(kind, key, init, arg, false, usage, &body,
-							&shared);
+							&hdr);
 }
 
 

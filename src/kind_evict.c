@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * kind_evict.c
- *	  How a kind's shared entries go: the drop of an entry (out of the
+ *	  How a kind's shared entries go: the removal of an entry (out of the
  *	  hash, marked, its hash reference released), the refcounted free of
  *	  its body, and what bounds the entries: the usage of an entry (its
  *	  eviction value), eviction of the least valuable entries when live
@@ -17,10 +17,10 @@
  * same order, until it no longer says so, at most PGSS_NG_EVICT_PERCENT
  * percent of the live entries per call.  Entries some backend holds a
  * reference to are not candidates.  The backstop (kind_backstop) caps
- * live + dropped bodies not yet freed; creation (kind_entry.c) refuses
+ * live + removed bodies not yet freed; creation (kind_entry.c) refuses
  * bodies beyond it.
  *
- * Owns: PgssNgKindShared.dealloc (evictions counted); the usage and
+ * Owns: PgssNgKindControl.dealloc (evictions counted); the usage and
  * usage_time of bodies are written by flushes (kind_entry.c) and read
  * here.  Whoever releases the last reference to a body frees it here
  * (kind_release_ref), counting it out of entries_allocated.
@@ -30,7 +30,7 @@
  * on with its statement.  The victim scan holds each partition lock shared
  * only while it reads that partition (no entry lock); victims are sorted
  * with no lock but <name>_dealloc held, and removed one at a time under
- * their partition lock, then their entry lock (kind_mark_dropped),
+ * their partition lock, then their entry lock (kind_mark_removed),
  * checking the generation so that an entry re-created meanwhile is not
  * removed.  Flushes never wait for <name>_dealloc.
  *
@@ -48,44 +48,44 @@
 
 /*
  * kind_free_body
- *		Free a dropped body nobody refers to any more.  No lock needed.
+ *		Free a removed body nobody refers to any more.  No lock needed.
  */
 void
-kind_free_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
+kind_free_body(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
 {
-	Assert(pg_atomic_read_u32(&shared->refcount) == 0);
+	Assert(pg_atomic_read_u32(&hdr->refcount) == 0);
 
-	if (kind->info->free_cb)
-		kind->info->free_cb(kind, PgssNgSharedData(shared));
+	if (kind->desc->free_cb)
+		kind->desc->free_cb(kind, PgssNgSharedData(hdr));
 	dsa_free(kind->area, body);
-	pg_atomic_fetch_sub_u32(&kind->shared->entries_allocated, 1);
+	pg_atomic_fetch_sub_u32(&kind->ctl->entries_allocated, 1);
 }
 
 /*
  * kind_release_ref
- *		Drop one reference to a body; the last one frees it.  The hash holds
+ *		Release one reference to a body; the last one frees it.  The hash holds
  *		a reference of its own, so the last release is always of a body that
- *		was already dropped.
+ *		was already removed.
  */
 void
-kind_release_ref(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
+kind_release_ref(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
 {
-	if (pg_atomic_sub_fetch_u32(&shared->refcount, 1) == 0)
-		kind_free_body(kind, body, shared);
+	if (pg_atomic_sub_fetch_u32(&hdr->refcount, 1) == 0)
+		kind_free_body(kind, body, hdr);
 }
 
 /*
- * kind_mark_dropped
- *		Flag a body as dropped for reason, under its lock, so that flushes
+ * kind_mark_removed
+ *		Flag a body as removed for reason, under its lock, so that flushes
  *		see it.  The caller removes it from the hash and then calls
  *		kind_forget_body().
  */
 void
-kind_mark_dropped(PgssNgSharedEntry *shared, PgssNgDropReason reason)
+kind_mark_removed(PgssNgBodyHeader *hdr, PgssNgRemoval reason)
 {
-	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-	shared->dropped = reason;
-	LWLockRelease(&shared->lock);
+	LWLockAcquire(&hdr->lock, LW_EXCLUSIVE);
+	hdr->removed = reason;
+	LWLockRelease(&hdr->lock);
 }
 
 /*
@@ -94,10 +94,10 @@ kind_mark_dropped(PgssNgSharedEntry *shared, PgssNgDropReason reason)
  *		reference released (freeing the body if nobody else holds one).
  */
 void
-kind_forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgSharedEntry *shared)
+kind_forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
 {
-	pg_atomic_fetch_sub_u32(&kind->shared->entries_live, 1);
-	kind_release_ref(kind, body, shared);
+	pg_atomic_fetch_sub_u32(&kind->ctl->entries_live, 1);
+	kind_release_ref(kind, body, hdr);
 }
 
 /* One eviction candidate. */
@@ -125,7 +125,7 @@ kind_decayed_usage(double usage, TimestampTz t, TimestampTz now)
 
 /*
  * kind_backstop
- *		Most bodies (live + dropped, not yet freed) that may exist at once:
+ *		Most bodies (live + removed, not yet freed) that may exist at once:
  *		max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA).
  */
 int
@@ -136,19 +136,19 @@ kind_backstop(PgssNgKind *kind)
 }
 
 /*
- * drop_victim
+ * evict_victim
  *		Evict one entry chosen by pgss_ng_kind_evict(), unless it was
  *		re-created since the scan (another generation) or a backend took a
  *		reference to it since.  Returns whether it was evicted.  Locks: its
  *		partition lock exclusively, then its entry lock.
  */
 static bool
-drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
+evict_victim(PgssNgKind *kind, const void *key, uint64 generation)
 {
 	void	   *he;
 	PgssNgHashEntry *tail;
 	dsa_pointer body;
-	PgssNgSharedEntry *shared;
+	PgssNgBodyHeader *hdr;
 
 	he = dshash_find(kind->hash, key, true);
 	if (he == NULL)
@@ -160,22 +160,22 @@ drop_victim(PgssNgKind *kind, const void *key, uint64 generation)
 		return false;
 	}
 	body = tail->body;
-	shared = dsa_get_address(kind->area, body);
+	hdr = dsa_get_address(kind->area, body);
 
 	/*
 	 * Referenced since the scan: a backend is counting into it.  With the
 	 * partition lock held exclusively no reference can be taken now, so
 	 * this test is exact.
 	 */
-	if (pg_atomic_read_u32(&shared->refcount) > 1)
+	if (pg_atomic_read_u32(&hdr->refcount) > 1)
 	{
 		dshash_release_lock(kind->hash, he);
 		return false;
 	}
 
-	kind_mark_dropped(shared, PGSS_NG_DROP_EVICT);
+	kind_mark_removed(hdr, PGSS_NG_REMOVED_BY_EVICTION);
 	dshash_delete_entry(kind->hash, he);
-	kind_forget_body(kind, body, shared);
+	kind_forget_body(kind, body, hdr);
 	return true;
 }
 
@@ -242,7 +242,7 @@ typedef struct EvictScan
  * scan_offer
  *		Offer candidate c, whose key is key, to the scan: kept while there
  *		is room, otherwise in place of the most valuable candidate kept if
- *		it is less valuable (and dropped if not).
+ *		it is less valuable (and left out if not).
  */
 static void
 scan_offer(EvictScan *scan, const EvictCandidate *c, const void *key,
@@ -284,14 +284,14 @@ scan_offer(EvictScan *scan, const EvictCandidate *c, const void *key,
 static void
 scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
 {
-	Size		ksz = kind->info->key_size;
+	Size		ksz = kind->desc->key_size;
 	dshash_seq_status status;
 	void	   *he;
 	TimestampTz now = GetCurrentTimestamp();
 
 	/* never more than there can be entries */
 	keep = Min(keep,
-			   (int) pg_atomic_read_u32(&kind->shared->entries_allocated) + 64);
+			   (int) pg_atomic_read_u32(&kind->ctl->entries_allocated) + 64);
 	scan->keep = Max(keep, 1);
 	scan->cands = palloc_extended(sizeof(EvictCandidate) * scan->keep,
 								  MCXT_ALLOC_HUGE);
@@ -304,17 +304,17 @@ scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
 	while ((he = dshash_seq_next(&status)) != NULL)
 	{
 		PgssNgHashEntry *tail = HASH_TAIL(kind, he);
-		PgssNgSharedEntry *shared = dsa_get_address(kind->area, tail->body);
+		PgssNgBodyHeader *hdr = dsa_get_address(kind->area, tail->body);
 		EvictCandidate c;
 
 		/* referenced: some backend is counting into it right now */
-		if (pg_atomic_read_u32(&shared->refcount) > 1)
+		if (pg_atomic_read_u32(&hdr->refcount) > 1)
 		{
 			scan->npinned++;
 			continue;
 		}
 
-		c.value = kind_decayed_usage(shared->usage, shared->usage_time, now);
+		c.value = kind_decayed_usage(hdr->usage, hdr->usage_time, now);
 		c.generation = tail->generation;
 		scan_offer(scan, &c, he, ksz);
 	}
@@ -329,8 +329,8 @@ scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
 static bool
 needs_room(PgssNgKind *kind)
 {
-	return kind->info->needs_room_cb != NULL &&
-		kind->info->needs_room_cb(kind);
+	return kind->desc->needs_room_cb != NULL &&
+		kind->desc->needs_room_cb(kind);
 }
 
 /*
@@ -349,7 +349,7 @@ needs_room(PgssNgKind *kind)
  * than wanted (a victim may be gone or in use by the time it is
  * removed; if more than that are, this round evicts fewer and a later
  * one the rest); their sort runs with no lock but <name>_dealloc;
- * victims are then removed one by one (drop_victim).  Each eviction
+ * victims are then removed one by one (evict_victim).  Each eviction
  * counts in dealloc.
  * Memory: a temporary context under CurrentMemoryContext, deleted before
  * returning.  Errors: out of memory (caller's guard releases the locks).
@@ -357,8 +357,8 @@ needs_room(PgssNgKind *kind)
 void
 pgss_ng_kind_evict(PgssNgKind *kind)
 {
-	PgssNgKindShared *ks = kind->shared;
-	Size		ksz = kind->info->key_size;
+	PgssNgKindControl *ctl = kind->ctl;
+	Size		ksz = kind->desc->key_size;
 	int			max = kind->max_entries;
 	int			batch;
 	int			nwant;
@@ -369,7 +369,7 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 
-	if (pg_atomic_read_u32(&ks->entries_live) <= (uint32) max)
+	if (pg_atomic_read_u32(&ctl->entries_live) <= (uint32) max)
 	{
 		/* below max: evict only if the kind's own memory is short */
 		if (!needs_room(kind))
@@ -383,11 +383,11 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	if (for_room)
 	{
 		/* at most a batch of the live entries, until there is room */
-		nwant = Max(1, (int) ((int64) pg_atomic_read_u32(&ks->entries_live) *
+		nwant = Max(1, (int) ((int64) pg_atomic_read_u32(&ctl->entries_live) *
 							  PGSS_NG_EVICT_PERCENT / 100));
 	}
 	else
-		nwant = (int) pg_atomic_read_u32(&ks->entries_live) - (max - batch);
+		nwant = (int) pg_atomic_read_u32(&ctl->entries_live) - (max - batch);
 	if (nwant <= 0)
 	{
 		LWLockRelease(kind->dealloc_lock);
@@ -396,7 +396,7 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "kind eviction",
 								ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSetIdentifier(cxt, kind->info->name);
+	MemoryContextSetIdentifier(cxt, kind->desc->name);
 	oldcxt = MemoryContextSwitchTo(cxt);
 
 	/* a quarter more than wanted: some may be gone or in use by then */
@@ -411,19 +411,19 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	 */
 	if (!for_room)
 		nwant = Min(nwant,
-					Max(batch, (int) pg_atomic_read_u32(&ks->entries_live) -
+					Max(batch, (int) pg_atomic_read_u32(&ctl->entries_live) -
 						max - scan.npinned));
 
 	for (i = 0; i < scan.ncand && nevicted < nwant; i++)
 	{
-		if (drop_victim(kind, scan.keys + ksz * scan.cands[i].keyno,
-						scan.cands[i].generation))
+		if (evict_victim(kind, scan.keys + ksz * scan.cands[i].keyno,
+						 scan.cands[i].generation))
 			nevicted++;
 		/* evicting for room: stop as soon as there is enough */
 		if (for_room && !needs_room(kind))
 			break;
 	}
-	pg_atomic_fetch_add_u64(&ks->dealloc, nevicted);
+	pg_atomic_fetch_add_u64(&ctl->dealloc, nevicted);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
@@ -438,9 +438,9 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 double
 pgss_ng_kind_usage(const void *shared_data)
 {
-	const PgssNgSharedEntry *shared = (const PgssNgSharedEntry *)
+	const PgssNgBodyHeader *hdr = (const PgssNgBodyHeader *)
 		((const char *) shared_data - PGSS_NG_SHARED_DATA_OFFSET);
 
-	return kind_decayed_usage(shared->usage, shared->usage_time,
+	return kind_decayed_usage(hdr->usage, hdr->usage_time,
 						 GetCurrentTimestamp());
 }

@@ -10,7 +10,7 @@
  *
  * Owns: the nesting depth of guarded calls and the InterruptHoldoffCount
  * seen when the outermost one began.  Uses the kind's PgssNgErrLimit
- * (errlimit.c, in PgssNgKindShared): at most one log line per "what" per
+ * (errlimit.c, in PgssNgKindControl): at most one log line per "what" per
  * PGSS_NG_ERRLIMIT_INTERVAL_MS, the count of those suppressed reported
  * with the next one; an out-of-memory ERROR starts the allocation back-off
  * that kind_entry.c's creation path obeys.
@@ -71,7 +71,7 @@ kind_release_locks_or_rethrow(void)
 static void
 swallow_error(PgssNgKind *kind, MemoryContext oldcxt, const char *what)
 {
-	PgssNgErrLimit *el = kind->shared ? &kind->shared->errlimit : NULL;
+	PgssNgErrLimit *el = kind->ctl ? &kind->ctl->errlimit : NULL;
 	ErrorData  *edata;
 	int64		suppressed = 0;
 
@@ -95,13 +95,13 @@ swallow_error(PgssNgKind *kind, MemoryContext oldcxt, const char *what)
 		if (suppressed > 0)
 			ereport(LOG,
 					(errmsg("%s could not %s: %s",
-							kind->info->name, what, edata->message),
+							kind->desc->name, what, edata->message),
 					 errdetail("%lld more such messages were suppressed since the last one.",
 							   (long long) suppressed)));
 		else
 			ereport(LOG,
 					(errmsg("%s could not %s: %s",
-							kind->info->name, what, edata->message)));
+							kind->desc->name, what, edata->message)));
 		RESUME_INTERRUPTS();
 	}
 	FreeErrorData(edata);

@@ -7,9 +7,9 @@
  *
  *	  kind_shmem.c   set-up in the postmaster, attach and detach
  *	  kind_entry.c   entries, references, pending data, flush
- *	  kind_maint.c   readers and maintenance: foreach, drop and update of
+ *	  kind_maint.c   readers and maintenance: foreach, removal and update of
  *	                 matching entries, kind-wide counters
- *	  kind_evict.c   drop and refcounted free, usage, eviction (for max,
+ *	  kind_evict.c   removal and refcounted free, usage, eviction (for max,
  *	                 and for room in the kind's own memory: needs_room_cb)
  *	                 and the backstop
  *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
@@ -18,7 +18,7 @@
  *
  * Shared structures
  *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
- *	  entry body:      [PgssNgSharedEntry] [kind data (shared_size bytes)]
+ *	  entry body:      [PgssNgBodyHeader] [kind data (shared_size bytes)]
  *	  The body is a separate DSA chunk so that it can outlive its removal
  *	  from the dshash while backends still hold references to it.
  *	  pending entry:   [key] [PgssNgEntryRef] [pending data], in the
@@ -46,66 +46,66 @@
 #define PGSS_NG_EVICT_PERCENT		5
 
 /*
- * Allocated entries (live + dropped, not yet freed) never exceed
+ * Allocated entries (live + removed, not yet freed) never exceed
  * max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA).
  */
 #define PGSS_NG_BACKSTOP_MAX_EXTRA	20000
 
-/* Why an entry was dropped. */
-typedef enum PgssNgDropReason
+/* Whether, and why, an entry was removed from the hash. */
+typedef enum PgssNgRemoval
 {
-	PGSS_NG_LIVE = 0,			/* not dropped */
-	PGSS_NG_DROP_RESET,			/* removed by a reset */
-	PGSS_NG_DROP_EVICT			/* removed by eviction */
-} PgssNgDropReason;
+	PGSS_NG_LIVE = 0,			/* in the hash */
+	PGSS_NG_REMOVED_BY_RESET,			/* removed by a reset */
+	PGSS_NG_REMOVED_BY_EVICTION			/* removed by eviction */
+} PgssNgRemoval;
 
 /*
  * Body of a shared entry.  The kind's data follows at
  * PGSS_NG_SHARED_DATA_OFFSET.
  */
-typedef struct PgssNgSharedEntry
+typedef struct PgssNgBodyHeader
 {
 	LWLock		lock;			/* protects everything below but refcount */
-	uint8		dropped;		/* PgssNgDropReason; not live: awaiting free */
+	uint8		removed;		/* PgssNgRemoval; not live: awaiting free */
 	pg_atomic_uint32 refcount;	/* 1 for the hash + 1 per entry ref */
 	uint64		generation;		/* distinguishes incarnations of one key */
 	double		usage;			/* eviction value at usage_time */
 	TimestampTz usage_time;		/* when usage was last brought up to date */
-} PgssNgSharedEntry;
+} PgssNgBodyHeader;
 
-#define PGSS_NG_SHARED_DATA_OFFSET	MAXALIGN(sizeof(PgssNgSharedEntry))
+#define PGSS_NG_SHARED_DATA_OFFSET	MAXALIGN(sizeof(PgssNgBodyHeader))
 #define PgssNgSharedData(ent) \
 	((void *) (((char *) (ent)) + PGSS_NG_SHARED_DATA_OFFSET))
 
 /* Tail of a dshash element, after the key. */
 typedef struct PgssNgHashEntry
 {
-	dsa_pointer body;			/* PgssNgSharedEntry + kind data */
+	dsa_pointer body;			/* PgssNgBodyHeader + kind data */
 	uint64		generation;		/* copy of the body's generation */
 } PgssNgHashEntry;
 
 /* Kind-wide shared state, in main shared memory. */
-typedef struct PgssNgKindShared
+typedef struct PgssNgKindControl
 {
 	dshash_table_handle hash_handle;
 	int			dsa_tranche;
 	int			hash_tranche;
 	int			entry_tranche;
 	pg_atomic_uint32 entries_live;	/* entries in the hash */
-	pg_atomic_uint32 entries_allocated; /* bodies, incl. dropped ones */
+	pg_atomic_uint32 entries_allocated; /* bodies, incl. removed ones */
 	pg_atomic_uint64 next_generation;
 	pg_atomic_uint64 dealloc;	/* entries evicted */
 	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
 	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
 								 * (kind_guard.c, lookup_or_create) */
 	/* the in-place DSA area follows, MAXALIGN'd */
-} PgssNgKindShared;
+} PgssNgKindControl;
 
 /* Backend-local handle of one kind (pgss_ng_kind_define). */
 struct PgssNgKind
 {
-	const PgssNgKindInfo *info;
-	PgssNgKindShared *shared;	/* NULL until shmem startup */
+	const PgssNgKindDesc *desc;
+	PgssNgKindControl *ctl;	/* NULL until shmem startup */
 	dsa_area   *area;			/* NULL until attached */
 	dshash_table *hash;
 	dshash_parameters hash_params;
@@ -119,23 +119,23 @@ struct PgssNgKind
 };
 
 #define HASH_TAIL(kind, he) \
-	((PgssNgHashEntry *) (((char *) (he)) + MAXALIGN((kind)->info->key_size)))
+	((PgssNgHashEntry *) (((char *) (he)) + MAXALIGN((kind)->desc->key_size)))
 #define PENDING_REF(kind, pe) \
 	((PgssNgEntryRef *) (((char *) (pe)) + \
-						 MAXALIGN((kind)->info->key_size)))
+						 MAXALIGN((kind)->desc->key_size)))
 #define PENDING_DATA(kind, pe) \
 	((void *) (((char *) PENDING_REF(kind, pe)) + \
 			   MAXALIGN(sizeof(PgssNgEntryRef))))
 
-/* kind_evict.c: drops, references, usage and the backstop */
+/* kind_evict.c: removal, references, usage and the backstop */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,
-						   PgssNgSharedEntry *shared);
+						   PgssNgBodyHeader *hdr);
 extern void kind_release_ref(PgssNgKind *kind, dsa_pointer body,
-							 PgssNgSharedEntry *shared);
-extern void kind_mark_dropped(PgssNgSharedEntry *shared,
-							  PgssNgDropReason reason);
+							 PgssNgBodyHeader *hdr);
+extern void kind_mark_removed(PgssNgBodyHeader *hdr,
+							  PgssNgRemoval reason);
 extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
-							 PgssNgSharedEntry *shared);
+							 PgssNgBodyHeader *hdr);
 extern double kind_decayed_usage(double usage, TimestampTz t,
 								 TimestampTz now);
 extern int	kind_backstop(PgssNgKind *kind);

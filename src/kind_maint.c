@@ -2,19 +2,19 @@
  *
  * kind_maint.c
  *	  The kind layer's readers and maintenance: visiting every entry
- *	  (foreach), dropping or
+ *	  (foreach), removing or
  *	  updating the entries whose key matches, reading or updating one
  *	  entry, and the kind-wide counters and limit.
  *
  * Owns: nothing of its own; it reads and removes what kind_entry.c creates,
- * and reads and resets the event counters of PgssNgKindShared.
+ * and reads and resets the event counters of PgssNgKindControl.
  *
  * Locking: visits and updates take each partition lock shared (one at a
  * time), then the entry lock (shared to read, exclusively to update); a
  * reader's emit step (foreach_copy) runs between the two, after the entry
  * lock is released and before the partition lock is;
- * drops take <name>_dealloc, then each partition lock exclusively, then
- * the entry lock to mark the entry dropped.  The kind-wide counters are
+ * removals take <name>_dealloc, then each partition lock exclusively, then
+ * the entry lock to mark the entry removed.  The kind-wide counters are
  * atomics, read and written without a lock.
  *
  *-------------------------------------------------------------------------
@@ -48,13 +48,13 @@ pgss_ng_kind_foreach_copy(PgssNgKind *kind, PgssNgCopyFn copy,
 	dshash_seq_init(&status, kind->hash, false);
 	while ((he = dshash_seq_next(&status)) != NULL)
 	{
-		PgssNgSharedEntry *shared =
+		PgssNgBodyHeader *hdr =
 			dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
 		bool		copied;
 
-		LWLockAcquire(&shared->lock, LW_SHARED);
-		copied = copy(kind, he, PgssNgSharedData(shared), arg);
-		LWLockRelease(&shared->lock);
+		LWLockAcquire(&hdr->lock, LW_SHARED);
+		copied = copy(kind, he, PgssNgSharedData(hdr), arg);
+		LWLockRelease(&hdr->lock);
 		if (copied && emit != NULL)
 			emit(arg);
 	}
@@ -101,20 +101,20 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
 }
 
 /*
- * pgss_ng_kind_drop_matching
+ * pgss_ng_kind_remove_matching
  *		Remove every entry whose key matches (all if match is NULL) from the
  *		hash and release the hash's reference; bodies still referenced by
  *		pending data are freed by their last holder.  Returns the number of
- *		entries dropped.  Locks: <name>_dealloc (waiting: a reset waits for
+ *		entries removed.  Locks: <name>_dealloc (waiting: a reset waits for
  *		a running eviction), then partition locks exclusively, one at a
- *		time, then each entry's lock to set dropped.
+ *		time, then each entry's lock to set removed.
  */
 uint64
-pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
+pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 {
 	dshash_seq_status status;
 	void	   *he;
-	uint64		ndropped = 0;
+	uint64		nremoved = 0;
 
 	/* removals (eviction, reset) are serialized */
 	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
@@ -122,23 +122,23 @@ pgss_ng_kind_drop_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 	while ((he = dshash_seq_next(&status)) != NULL)
 	{
 		dsa_pointer body;
-		PgssNgSharedEntry *shared;
+		PgssNgBodyHeader *hdr;
 
 		if (match != NULL && !match(he, arg))
 			continue;
 
 		body = HASH_TAIL(kind, he)->body;
-		shared = dsa_get_address(kind->area, body);
+		hdr = dsa_get_address(kind->area, body);
 
-		kind_mark_dropped(shared, PGSS_NG_DROP_RESET);
+		kind_mark_removed(hdr, PGSS_NG_REMOVED_BY_RESET);
 		dshash_delete_current(&status);
-		kind_forget_body(kind, body, shared);
-		ndropped++;
+		kind_forget_body(kind, body, hdr);
+		nremoved++;
 	}
 	dshash_seq_term(&status);
 	LWLockRelease(kind->dealloc_lock);
 
-	return ndropped;
+	return nremoved;
 }
 
 /*
@@ -159,15 +159,15 @@ pgss_ng_kind_update_matching(PgssNgKind *kind, PgssNgMatchFn match,
 	dshash_seq_init(&status, kind->hash, false);
 	while ((he = dshash_seq_next(&status)) != NULL)
 	{
-		PgssNgSharedEntry *shared;
+		PgssNgBodyHeader *hdr;
 
 		if (match != NULL && !match(he, arg))
 			continue;
 
-		shared = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
-		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
-		update(PgssNgSharedData(shared), arg);
-		LWLockRelease(&shared->lock);
+		hdr = dsa_get_address(kind->area, HASH_TAIL(kind, he)->body);
+		LWLockAcquire(&hdr->lock, LW_EXCLUSIVE);
+		update(PgssNgSharedData(hdr), arg);
+		LWLockRelease(&hdr->lock);
 		nupdated++;
 	}
 	dshash_seq_term(&status);
@@ -183,13 +183,13 @@ pgss_ng_kind_update_matching(PgssNgKind *kind, PgssNgMatchFn match,
 void
 pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 {
-	PgssNgKindShared *ks = kind->shared;
+	PgssNgKindControl *ctl = kind->ctl;
 
-	out->entries = pg_atomic_read_u32(&ks->entries_live);
-	out->entries_allocated = pg_atomic_read_u32(&ks->entries_allocated);
+	out->entries = pg_atomic_read_u32(&ctl->entries_live);
+	out->entries_allocated = pg_atomic_read_u32(&ctl->entries_allocated);
 	out->entries_max = kind->max_entries;
-	out->dealloc = (int64) pg_atomic_read_u64(&ks->dealloc);
-	out->backstop_skips = (int64) pg_atomic_read_u64(&ks->backstop_skips);
+	out->dealloc = (int64) pg_atomic_read_u64(&ctl->dealloc);
+	out->backstop_skips = (int64) pg_atomic_read_u64(&ctl->backstop_skips);
 }
 
 /*
@@ -218,8 +218,8 @@ void
 pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 							  int64 backstop_skips)
 {
-	pg_atomic_fetch_add_u64(&kind->shared->dealloc, (uint64) dealloc);
-	pg_atomic_fetch_add_u64(&kind->shared->backstop_skips,
+	pg_atomic_fetch_add_u64(&kind->ctl->dealloc, (uint64) dealloc);
+	pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips,
 							(uint64) backstop_skips);
 }
 
@@ -230,8 +230,8 @@ pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 void
 pgss_ng_kind_reset_counters(PgssNgKind *kind)
 {
-	pg_atomic_write_u64(&kind->shared->dealloc, 0);
-	pg_atomic_write_u64(&kind->shared->backstop_skips, 0);
+	pg_atomic_write_u64(&kind->ctl->dealloc, 0);
+	pg_atomic_write_u64(&kind->ctl->backstop_skips, 0);
 }
 
 /*
@@ -241,25 +241,25 @@ pgss_ng_kind_reset_counters(PgssNgKind *kind)
  *		key's partition lock is held shared (*he is its dshash entry) and
  *		the entry lock in mode, both released by unlock_live_entry.
  */
-static PgssNgSharedEntry *
+static PgssNgBodyHeader *
 lock_live_entry(PgssNgKind *kind, const void *key, LWLockMode mode,
 				void **he)
 {
-	PgssNgSharedEntry *shared;
+	PgssNgBodyHeader *hdr;
 
 	*he = dshash_find(kind->hash, key, false);
 	if (*he == NULL)
 		return NULL;
-	shared = dsa_get_address(kind->area, HASH_TAIL(kind, *he)->body);
-	LWLockAcquire(&shared->lock, mode);
-	return shared;
+	hdr = dsa_get_address(kind->area, HASH_TAIL(kind, *he)->body);
+	LWLockAcquire(&hdr->lock, mode);
+	return hdr;
 }
 
 /* Release what lock_live_entry took. */
 static void
-unlock_live_entry(PgssNgKind *kind, PgssNgSharedEntry *shared, void *he)
+unlock_live_entry(PgssNgKind *kind, PgssNgBodyHeader *hdr, void *he)
 {
-	LWLockRelease(&shared->lock);
+	LWLockRelease(&hdr->lock);
 	dshash_release_lock(kind->hash, he);
 }
 
@@ -275,12 +275,12 @@ pgss_ng_kind_update(PgssNgKind *kind, const void *key, PgssNgUpdateFn update,
 					void *arg)
 {
 	void	   *he;
-	PgssNgSharedEntry *shared = lock_live_entry(kind, key, LW_EXCLUSIVE, &he);
+	PgssNgBodyHeader *hdr = lock_live_entry(kind, key, LW_EXCLUSIVE, &he);
 
-	if (shared == NULL)
+	if (hdr == NULL)
 		return false;
-	update(PgssNgSharedData(shared), arg);
-	unlock_live_entry(kind, shared, he);
+	update(PgssNgSharedData(hdr), arg);
+	unlock_live_entry(kind, hdr, he);
 	return true;
 }
 
@@ -296,11 +296,11 @@ pgss_ng_kind_read(PgssNgKind *kind, const void *key, PgssNgVisitFn visit,
 				  void *arg)
 {
 	void	   *he;
-	PgssNgSharedEntry *shared = lock_live_entry(kind, key, LW_SHARED, &he);
+	PgssNgBodyHeader *hdr = lock_live_entry(kind, key, LW_SHARED, &he);
 
-	if (shared == NULL)
+	if (hdr == NULL)
 		return false;
-	visit(kind, key, PgssNgSharedData(shared), arg);
-	unlock_live_entry(kind, shared, he);
+	visit(kind, key, PgssNgSharedData(hdr), arg);
+	unlock_live_entry(kind, hdr, he);
 	return true;
 }

@@ -5,7 +5,7 @@
  *	  and DSA area in main shared memory (in the postmaster), and a
  *	  backend's attachment to them and detachment at exit.
  *
- * Owns: PgssNgKindShared's creation and the tranche ids in it; a
+ * Owns: PgssNgKindControl's creation and the tranche ids in it; a
  * handle's area, hash and pending hash (made at attach, released at
  * detach).  The layer registers no exit callback: the kind's owner flushes
  * and then calls pgss_ng_kind_detach() from its own (see kind.h).
@@ -36,18 +36,18 @@
 
 /*
  * pgss_ng_kind_define
- *		Make the backend-local handle of a kind described by info (which
+ *		Make the backend-local handle of a kind described by desc (which
  *		must live as long as the process).  Called from _PG_init; the
  *		handle is inherited by every process forked from the postmaster.
  *		Memory: TopMemoryContext.
  */
 PgssNgKind *
-pgss_ng_kind_define(const PgssNgKindInfo *info)
+pgss_ng_kind_define(const PgssNgKindDesc *desc)
 {
 	PgssNgKind *kind = MemoryContextAllocZero(TopMemoryContext,
 											  sizeof(PgssNgKind));
 
-	kind->info = info;
+	kind->desc = desc;
 	return kind;
 }
 
@@ -70,13 +70,13 @@ hash_key(const void *key, size_t size, void *arg)
 static void
 init_hash_params(PgssNgKind *kind)
 {
-	kind->hash_params.key_size = kind->info->key_size;
-	kind->hash_params.entry_size = MAXALIGN(kind->info->key_size) +
+	kind->hash_params.key_size = kind->desc->key_size;
+	kind->hash_params.entry_size = MAXALIGN(kind->desc->key_size) +
 		sizeof(PgssNgHashEntry);
 	kind->hash_params.compare_function = dshash_memcmp;
 	PGSS_NG_DSHASH_SET_COPY(&kind->hash_params);
 	kind->hash_params.hash_function = hash_key;
-	kind->hash_params.tranche_id = kind->shared->hash_tranche;
+	kind->hash_params.tranche_id = kind->ctl->hash_tranche;
 }
 
 /*
@@ -86,7 +86,7 @@ init_hash_params(PgssNgKind *kind)
 static void *
 raw_dsa_place(PgssNgKind *kind)
 {
-	return ((char *) kind->shared) + MAXALIGN(sizeof(PgssNgKindShared));
+	return ((char *) kind->ctl) + MAXALIGN(sizeof(PgssNgKindControl));
 }
 
 /*
@@ -95,10 +95,10 @@ raw_dsa_place(PgssNgKind *kind)
  *		as long as the process).
  */
 static char *
-lock_name(const PgssNgKindInfo *info, const char *what)
+lock_name(const PgssNgKindDesc *desc, const char *what)
 {
 	return MemoryContextStrdup(TopMemoryContext,
-							   psprintf("%s_%s", info->name, what));
+							   psprintf("%s_%s", desc->name, what));
 }
 
 /*
@@ -107,10 +107,10 @@ lock_name(const PgssNgKindInfo *info, const char *what)
  *		Called from shmem_request_hook.
  */
 void
-pgss_ng_kind_shmem_request(const PgssNgKindInfo *info)
+pgss_ng_kind_shmem_request(const PgssNgKindDesc *desc)
 {
-	RequestNamedLWLockTranche(lock_name(info, "alloc"), 1);
-	RequestNamedLWLockTranche(lock_name(info, "dealloc"), 1);
+	RequestNamedLWLockTranche(lock_name(desc, "alloc"), 1);
+	RequestNamedLWLockTranche(lock_name(desc, "dealloc"), 1);
 }
 
 /*
@@ -119,9 +119,10 @@ pgss_ng_kind_shmem_request(const PgssNgKindInfo *info)
  *		the DSA area created in place.
  */
 Size
-pgss_ng_kind_shmem_size(const PgssNgKindInfo *info)
+pgss_ng_kind_shmem_size(const PgssNgKindDesc *desc)
 {
-	return add_size(MAXALIGN(sizeof(PgssNgKindShared)), PGSS_NG_DSA_INIT_SIZE);
+	return add_size(MAXALIGN(sizeof(PgssNgKindControl)),
+					PGSS_NG_DSA_INIT_SIZE);
 }
 
 /*
@@ -143,7 +144,7 @@ void
 pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 {
 	bool		found;
-	PgssNgKindShared *shared;
+	PgssNgKindControl *ctl;
 
 	kind->area = NULL;
 	kind->hash = NULL;
@@ -151,45 +152,45 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 	dlist_init(&kind->pending_list);
 	kind->npending = 0;
 
-	shared = ShmemInitStruct(shmem_name,
-							 pgss_ng_kind_shmem_size(kind->info), &found);
-	kind->shared = shared;
+	ctl = ShmemInitStruct(shmem_name,
+						  pgss_ng_kind_shmem_size(kind->desc), &found);
+	kind->ctl = ctl;
 	kind->alloc_lock =
-		&GetNamedLWLockTranche(lock_name(kind->info, "alloc"))->lock;
+		&GetNamedLWLockTranche(lock_name(kind->desc, "alloc"))->lock;
 	kind->dealloc_lock =
-		&GetNamedLWLockTranche(lock_name(kind->info, "dealloc"))->lock;
+		&GetNamedLWLockTranche(lock_name(kind->desc, "dealloc"))->lock;
 
 	if (!found)
 	{
 		dsa_area   *dsa;
 		dshash_table *dsh;
 
-		shared->dsa_tranche = LWLockNewTrancheId();
-		shared->hash_tranche = LWLockNewTrancheId();
-		shared->entry_tranche = LWLockNewTrancheId();
-		pg_atomic_init_u32(&shared->entries_live, 0);
-		pg_atomic_init_u32(&shared->entries_allocated, 0);
-		pg_atomic_init_u64(&shared->next_generation, 1);
-		pg_atomic_init_u64(&shared->dealloc, 0);
-		pg_atomic_init_u64(&shared->backstop_skips, 0);
-		pgss_ng_errlimit_init(&shared->errlimit);
+		ctl->dsa_tranche = LWLockNewTrancheId();
+		ctl->hash_tranche = LWLockNewTrancheId();
+		ctl->entry_tranche = LWLockNewTrancheId();
+		pg_atomic_init_u32(&ctl->entries_live, 0);
+		pg_atomic_init_u32(&ctl->entries_allocated, 0);
+		pg_atomic_init_u64(&ctl->next_generation, 1);
+		pg_atomic_init_u64(&ctl->dealloc, 0);
+		pg_atomic_init_u64(&ctl->backstop_skips, 0);
+		pgss_ng_errlimit_init(&ctl->errlimit);
 
 		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,
-								  shared->dsa_tranche, NULL);
+								  ctl->dsa_tranche, NULL);
 		dsa_pin(dsa);
 		dsa_set_size_limit(dsa, PGSS_NG_DSA_INIT_SIZE);
 		init_hash_params(kind);
 		dsh = dshash_create(dsa, &kind->hash_params, NULL);
-		shared->hash_handle = dshash_get_hash_table_handle(dsh);
+		ctl->hash_handle = dshash_get_hash_table_handle(dsh);
 		dsa_set_size_limit(dsa, -1);
 		dshash_detach(dsh);
 		dsa_detach(dsa);
 	}
 
-	LWLockRegisterTranche(shared->dsa_tranche, lock_name(kind->info, "dsa"));
-	LWLockRegisterTranche(shared->hash_tranche, lock_name(kind->info, "hash"));
-	LWLockRegisterTranche(shared->entry_tranche,
-						  lock_name(kind->info, "entry"));
+	LWLockRegisterTranche(ctl->dsa_tranche, lock_name(kind->desc, "dsa"));
+	LWLockRegisterTranche(ctl->hash_tranche, lock_name(kind->desc, "hash"));
+	LWLockRegisterTranche(ctl->entry_tranche,
+						  lock_name(kind->desc, "entry"));
 }
 
 /*
@@ -210,7 +211,7 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 	if (kind->area != NULL)
 		return true;
 	/* never in the postmaster itself (it must not map DSM segments) */
-	if (kind->shared == NULL || kind->detaching ||
+	if (kind->ctl == NULL || kind->detaching ||
 		(IsPostmasterEnvironment && !IsUnderPostmaster))
 		return false;
 
@@ -220,13 +221,13 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 	kind->area = dsa_attach_in_place(raw_dsa_place(kind), NULL);
 	dsa_pin_mapping(kind->area);
 	kind->hash = dshash_attach(kind->area, &kind->hash_params,
-							   kind->shared->hash_handle, NULL);
+							   kind->ctl->hash_handle, NULL);
 
-	ctl.keysize = kind->info->key_size;
-	ctl.entrysize = MAXALIGN(kind->info->key_size) +
-		MAXALIGN(sizeof(PgssNgEntryRef)) + kind->info->pending_size;
+	ctl.keysize = kind->desc->key_size;
+	ctl.entrysize = MAXALIGN(kind->desc->key_size) +
+		MAXALIGN(sizeof(PgssNgEntryRef)) + kind->desc->pending_size;
 	ctl.hcxt = TopMemoryContext;
-	kind->pending = hash_create(psprintf("%s pending", kind->info->name),
+	kind->pending = hash_create(psprintf("%s pending", kind->desc->name),
 								64, &ctl,
 								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	dlist_init(&kind->pending_list);

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * usage.c
+ * measure.c
  *	  What a planning or an execution used: wall time, buffer and WAL
- *	  usage measured around a call (pgss_ng_usage_start/stop, for the
+ *	  usage measured around a call (pgss_ng_measure_start/stop, for the
  *	  planner and utility hooks; the executor measures its own), and CPU
  *	  time, pg_stat_kcache's meaning: the user and system time getrusage()
  *	  reports for this backend between the start and the end of a call.
@@ -22,7 +22,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "usage.h"
+#include "measure.h"
 
 /*
  * getrusage() of this thread where the platform has it (Linux), else of
@@ -92,7 +92,7 @@ pgss_ng_cpu_sample(struct rusage *sample)
  *		a getrusage() sample (pg_stat_kcache's meaning).
  */
 void
-pgss_ng_cpu_since(const struct rusage *start, PgssNgCpuUsage *out)
+pgss_ng_cpu_since(const struct rusage *start, PgssNgCpuTime *out)
 {
 	struct rusage now;
 
@@ -168,13 +168,13 @@ pgss_ng_cpu_start_keep(QueryDesc *queryDesc, const struct rusage *start)
 }
 
 /*
- * pgss_ng_usage_start / pgss_ng_usage_stop
+ * pgss_ng_measure_start / pgss_ng_measure_stop
  *		Measure the wall time (ms), buffer and WAL usage of a call made
  *		between them, from the backend's cumulative counters, and its CPU
  *		time when pgss_ng.track_cpu is on at the start.
  */
 void
-pgss_ng_usage_start(PgssNgUsageMeasure *m)
+pgss_ng_measure_start(PgssNgMeasure *m)
 {
 	m->bufusage_start = pgBufferUsage;
 	m->walusage_start = pgWalUsage;
@@ -185,7 +185,7 @@ pgss_ng_usage_start(PgssNgUsageMeasure *m)
 }
 
 void
-pgss_ng_usage_stop(PgssNgUsageMeasure *m)
+pgss_ng_measure_stop(PgssNgMeasure *m)
 {
 	instr_time	duration;
 

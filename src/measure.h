@@ -1,16 +1,16 @@
 /*-------------------------------------------------------------------------
  *
- * usage.h
+ * measure.h
  *	  What a planning or an execution used, measured for the hooks in
- *	  pgss_ng.c (usage.c): wall time, buffer and WAL usage around a call,
+ *	  pgss_ng.c (measure.c): wall time, buffer and WAL usage around a call,
  *	  and CPU time (GUC pgss_ng.track_cpu), sampled with getrusage().
  *
  * Locking: none; everything here is backend-local.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGSS_NG_USAGE_H
-#define PGSS_NG_USAGE_H
+#ifndef PGSS_NG_MEASURE_H
+#define PGSS_NG_MEASURE_H
 
 #include <sys/resource.h>
 
@@ -20,11 +20,11 @@
 #include "stmt_kind.h"
 
 /*
- * Resource usage of a planning or utility statement, measured around the
- * call (pgss_ng_usage_start, pgss_ng_usage_stop): start values, then the
+ * What a planning or utility statement used, measured around the
+ * call (pgss_ng_measure_start, pgss_ng_measure_stop): start values, then the
  * differences.  Times in ms.
  */
-typedef struct PgssNgUsageMeasure
+typedef struct PgssNgMeasure
 {
 	instr_time	start;
 	BufferUsage bufusage_start;
@@ -34,18 +34,18 @@ typedef struct PgssNgUsageMeasure
 	WalUsage	walusage;
 	bool		cpu_sampled;	/* pgss_ng.track_cpu was on at the start */
 	struct rusage cpu_start;
-	PgssNgCpuUsage cpu;			/* valid if cpu_sampled */
-} PgssNgUsageMeasure;
+	PgssNgCpuTime cpu;			/* valid if cpu_sampled */
+} PgssNgMeasure;
 
-extern void pgss_ng_usage_start(PgssNgUsageMeasure *m);
-extern void pgss_ng_usage_stop(PgssNgUsageMeasure *m);
+extern void pgss_ng_measure_start(PgssNgMeasure *m);
+extern void pgss_ng_measure_stop(PgssNgMeasure *m);
 
 extern void pgss_ng_cpu_init(void);
 extern bool pgss_ng_cpu_enabled(void);
 extern void pgss_ng_cpu_sample(struct rusage *sample);
-extern void pgss_ng_cpu_since(const struct rusage *start, PgssNgCpuUsage *out);
+extern void pgss_ng_cpu_since(const struct rusage *start, PgssNgCpuTime *out);
 extern void pgss_ng_cpu_start_keep(QueryDesc *queryDesc,
 								   const struct rusage *start);
 extern bool pgss_ng_cpu_start_take(QueryDesc *queryDesc, struct rusage *start);
 
-#endif							/* PGSS_NG_USAGE_H */
+#endif							/* PGSS_NG_MEASURE_H */

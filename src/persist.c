@@ -458,10 +458,10 @@ check_framing(const char *data, Size len, Size pos, uint32 nrec)
  * check_stats_file
  *		Check a stats file read into data: its size, magic number, format
  *		version, PostgreSQL major version, record size, CRC-32C, info block
- *		and the framing of every record.  On success, returns true with *len cut to
- *		exclude the CRC, *pos at the first record, the info block in *info
- *		and the number of records in *nrec; otherwise reports the problem
- *		(bad_file) and returns false.
+ *		and the framing of every record.  On success, returns true with
+ *		*len cut to exclude the CRC, *pos at the first record, the info
+ *		block in *info and the number of records in *nrec; otherwise
+ *		reports the problem (bad_file) and returns false.
  */
 static bool
 check_stats_file(const char *data, Size *len, Size *pos,
@@ -584,7 +584,7 @@ load_stats_file(void)
 		if (!wellformed)
 		{
 			bad_file("malformed entry");
-			pgss_ng_kind_drop_matching(kind, NULL, NULL);
+			pgss_ng_kind_remove_matching(kind, NULL, NULL);
 			return;
 		}
 		pos += reclen;

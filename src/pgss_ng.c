@@ -37,7 +37,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "usage.h"
+#include "measure.h"
 #include "persist.h"
 #include "qtext.h"
 #include "stmt_errors.h"
@@ -129,7 +129,7 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 /*
  * _PG_init
  *		When preloaded: let each module define its GUCs (the hooks' own
- *		here; pgss_ng.track_cpu in usage.c, pgss_ng.max in stmt_kind.c,
+ *		here; pgss_ng.track_cpu in measure.c, pgss_ng.max in stmt_kind.c,
  *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c)
  *		and install the hooks.
  *
@@ -206,10 +206,10 @@ _PG_init(void)
 /*
  * store_measured
  *		pgss_ng_store(s) of a planning or utility statement, with the time
- *		and usage measured around it (pgss_ng_usage_stop done).
+ *		and usage measured around it (pgss_ng_measure_stop done).
  */
 static void
-store_measured(PgssNgStore *s, const PgssNgUsageMeasure *m)
+store_measured(PgssNgStore *s, const PgssNgMeasure *m)
 {
 	s->total_time = m->duration_ms;
 	s->bufusage = &m->bufusage;
@@ -364,7 +364,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 				ParamListInfo boundParams)
 {
 	PlannedStmt *result;
-	PgssNgUsageMeasure m;
+	PgssNgMeasure m;
 	bool		timed;
 	int		   *level;
 	int			frame;
@@ -387,7 +387,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 							   query_string, parse->stmt_location,
 							   parse->stmt_len, 0);
 	if (timed)
-		pgss_ng_usage_start(&m);
+		pgss_ng_measure_start(&m);
 
 	PG_TRY();
 	{
@@ -417,7 +417,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 			.phase = PGSS_NG_PLAN,
 		};
 
-		pgss_ng_usage_stop(&m);
+		pgss_ng_measure_stop(&m);
 		store_measured(&s, &m);
 	}
 
@@ -619,10 +619,10 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level))
 	{
 		EState	   *estate = queryDesc->estate;
-		PgssNgParallelUsage *parallel = NULL;
-		PgssNgCpuUsage cpu;
+		PgssNgParallelWorkers *parallel = NULL;
+		PgssNgCpuTime cpu;
 #if PGSS_NG_HAVE_PARALLEL_WORKERS
-		PgssNgParallelUsage workers;
+		PgssNgParallelWorkers workers;
 
 		workers.to_launch = PGSS_NG_PARALLEL_WORKERS_TO_LAUNCH(estate);
 		workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
@@ -695,7 +695,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	int			saved_stmt_len = pstmt->stmt_len;
 	PlannedStmt next_pstmt = *pstmt;	/* what the next hook gets */
 	bool		tracked;
-	PgssNgUsageMeasure m;
+	PgssNgMeasure m;
 	volatile int frame;			/* read in PG_CATCH */
 
 	tracked = pgss_ng_stmt_ready() &&
@@ -732,7 +732,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	frame = saved_queryId != UINT64CONST(0) ?
 		pgss_ng_stmt_begin(saved_queryId, exec_nested_level == 0, queryString,
 						   saved_stmt_location, saved_stmt_len, 0) : -1;
-	pgss_ng_usage_start(&m);
+	pgss_ng_measure_start(&m);
 
 	exec_nested_level++;
 	PG_TRY();
@@ -752,7 +752,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	if (frame >= 0)
 		pgss_ng_stmt_end(frame);
 
-	pgss_ng_usage_stop(&m);
+	pgss_ng_measure_stop(&m);
 	{
 		PgssNgStore s = {
 			.query = queryString,

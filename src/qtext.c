@@ -91,7 +91,7 @@ typedef struct QtextBucket
 	dsa_pointer head;			/* first QtextNode */
 } QtextBucket;
 
-typedef struct QtextShared
+typedef struct QtextControl
 {
 	dshash_table_handle dedup_handle;	/* InvalidDsaPointer until made;
 										 * set under pgss_ng_qtext */
@@ -100,9 +100,9 @@ typedef struct QtextShared
 	pg_atomic_uint64 bytes;		/* node sizes of the distinct texts */
 	pg_atomic_uint64 count;		/* distinct texts */
 	pg_atomic_uint64 dropped;	/* texts not stored */
-} QtextShared;
+} QtextControl;
 
-static QtextShared *qtext_shared = NULL;
+static QtextControl *qtext_ctl = NULL;
 static LWLock *qtext_lock = NULL;
 
 /* this backend's attachment to the dedup hash */
@@ -176,7 +176,7 @@ pgss_ng_qtext_shmem_request(void)
 Size
 pgss_ng_qtext_shmem_size(void)
 {
-	return MAXALIGN(sizeof(QtextShared));
+	return MAXALIGN(sizeof(QtextControl));
 }
 
 /*
@@ -189,18 +189,18 @@ pgss_ng_qtext_shmem_startup(void)
 {
 	bool		found;
 
-	qtext_shared = ShmemInitStruct("pgss_ng query texts",
-								   sizeof(QtextShared), &found);
+	qtext_ctl = ShmemInitStruct("pgss_ng query texts",
+								sizeof(QtextControl), &found);
 	qtext_lock = &GetNamedLWLockTranche(QTEXT_LOCK_NAME)->lock;
 	dedup = NULL;
 	if (!found)
 	{
-		qtext_shared->dedup_handle = InvalidDsaPointer;
-		qtext_shared->limit_bytes = (uint64) qtext_memory_kb * 1024;
-		pg_atomic_init_u64(&qtext_shared->charged, 0);
-		pg_atomic_init_u64(&qtext_shared->bytes, 0);
-		pg_atomic_init_u64(&qtext_shared->count, 0);
-		pg_atomic_init_u64(&qtext_shared->dropped, 0);
+		qtext_ctl->dedup_handle = InvalidDsaPointer;
+		qtext_ctl->limit_bytes = (uint64) qtext_memory_kb * 1024;
+		pg_atomic_init_u64(&qtext_ctl->charged, 0);
+		pg_atomic_init_u64(&qtext_ctl->bytes, 0);
+		pg_atomic_init_u64(&qtext_ctl->count, 0);
+		pg_atomic_init_u64(&qtext_ctl->dropped, 0);
 	}
 }
 
@@ -222,14 +222,14 @@ attach_dedup(dsa_area *area)
 
 	LWLockAcquire(qtext_lock, LW_EXCLUSIVE);
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	if (qtext_shared->dedup_handle == InvalidDsaPointer)
+	if (qtext_ctl->dedup_handle == InvalidDsaPointer)
 	{
 		dedup = dshash_create(area, dedup_params(), NULL);
-		qtext_shared->dedup_handle = dshash_get_hash_table_handle(dedup);
+		qtext_ctl->dedup_handle = dshash_get_hash_table_handle(dedup);
 	}
 	else
 		dedup = dshash_attach(area, dedup_params(),
-							  qtext_shared->dedup_handle, NULL);
+							  qtext_ctl->dedup_handle, NULL);
 	MemoryContextSwitchTo(oldcxt);
 	LWLockRelease(qtext_lock);
 }
@@ -244,8 +244,8 @@ attach_dedup(dsa_area *area)
 static bool
 charge(Size size)
 {
-	uint64		limit = qtext_shared->limit_bytes;
-	uint64		cur = pg_atomic_read_u64(&qtext_shared->charged);
+	uint64		limit = qtext_ctl->limit_bytes;
+	uint64		cur = pg_atomic_read_u64(&qtext_ctl->charged);
 
 	if ((uint64) size > QTEXT_RESERVE(limit))
 		return false;
@@ -253,7 +253,7 @@ charge(Size size)
 	{
 		if (cur + size > limit)
 			return false;
-	} while (!pg_atomic_compare_exchange_u64(&qtext_shared->charged, &cur,
+	} while (!pg_atomic_compare_exchange_u64(&qtext_ctl->charged, &cur,
 											 cur + size));
 	return true;
 }
@@ -265,7 +265,7 @@ charge(Size size)
 static void
 uncharge(Size size)
 {
-	pg_atomic_fetch_sub_u64(&qtext_shared->charged, (int64) size);
+	pg_atomic_fetch_sub_u64(&qtext_ctl->charged, (int64) size);
 }
 
 /*
@@ -298,7 +298,7 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 	/* the cap first, as if the text were new: see the file header */
 	if (!charge(size))
 	{
-		pg_atomic_fetch_add_u64(&qtext_shared->dropped, 1);
+		pg_atomic_fetch_add_u64(&qtext_ctl->dropped, 1);
 		return InvalidDsaPointer;
 	}
 
@@ -335,7 +335,7 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 		else
 			dshash_release_lock(dedup, bucket);
 		uncharge(size);
-		pg_atomic_fetch_add_u64(&qtext_shared->dropped, 1);
+		pg_atomic_fetch_add_u64(&qtext_ctl->dropped, 1);
 		return InvalidDsaPointer;
 	}
 
@@ -349,8 +349,8 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 	bucket->head = p;
 	dshash_release_lock(dedup, bucket);
 
-	pg_atomic_fetch_add_u64(&qtext_shared->bytes, size);
-	pg_atomic_fetch_add_u64(&qtext_shared->count, 1);
+	pg_atomic_fetch_add_u64(&qtext_ctl->bytes, size);
+	pg_atomic_fetch_add_u64(&qtext_ctl->count, 1);
 	return p;
 }
 
@@ -451,8 +451,8 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 		dshash_release_lock(dedup, bucket);
 
 	dsa_free(area, text);
-	pg_atomic_fetch_sub_u64(&qtext_shared->bytes, (int64) size);
-	pg_atomic_fetch_sub_u64(&qtext_shared->count, 1);
+	pg_atomic_fetch_sub_u64(&qtext_ctl->bytes, (int64) size);
+	pg_atomic_fetch_sub_u64(&qtext_ctl->count, 1);
 	uncharge(size);
 }
 
@@ -466,9 +466,9 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 bool
 pgss_ng_qtext_needs_room(void)
 {
-	uint64		limit = qtext_shared->limit_bytes;
+	uint64		limit = qtext_ctl->limit_bytes;
 
-	return pg_atomic_read_u64(&qtext_shared->charged) >
+	return pg_atomic_read_u64(&qtext_ctl->charged) >
 		limit - QTEXT_RESERVE(limit);
 }
 
@@ -480,10 +480,10 @@ pgss_ng_qtext_needs_room(void)
 void
 pgss_ng_qtext_stats(PgssNgQtextStats *stats)
 {
-	stats->bytes = (int64) pg_atomic_read_u64(&qtext_shared->bytes);
-	stats->limit_bytes = (int64) qtext_shared->limit_bytes;
-	stats->count = (int64) pg_atomic_read_u64(&qtext_shared->count);
-	stats->dropped = (int64) pg_atomic_read_u64(&qtext_shared->dropped);
+	stats->bytes = (int64) pg_atomic_read_u64(&qtext_ctl->bytes);
+	stats->limit_bytes = (int64) qtext_ctl->limit_bytes;
+	stats->count = (int64) pg_atomic_read_u64(&qtext_ctl->count);
+	stats->dropped = (int64) pg_atomic_read_u64(&qtext_ctl->dropped);
 }
 
 /*
@@ -493,5 +493,5 @@ pgss_ng_qtext_stats(PgssNgQtextStats *stats)
 void
 pgss_ng_qtext_reset_dropped(void)
 {
-	pg_atomic_write_u64(&qtext_shared->dropped, 0);
+	pg_atomic_write_u64(&qtext_ctl->dropped, 0);
 }

@@ -346,7 +346,7 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[11];
 	bool		nulls[11];
-	PgssNgStmtInfo info;
+	PgssNgInfoSnapshot info;
 	int			i = 0;
 
 	check_loaded();

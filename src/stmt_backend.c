@@ -17,7 +17,7 @@
  * flushed.
  *
  * Owns: whether this backend registered the exit callback and counts in
- * PgssNgInfo.nattached; the failure note being merged.
+ * PgssNgStmtControl.nattached; the failure note being merged.
  *
  * Locking: none of its own.  Recording and merging take what
  * pgss_ng_stmt_pending() takes (partition lock, alloc lock for a creation
@@ -43,7 +43,7 @@
 /* the statement kind's exit callback is registered (stmt_exit) */
 static bool exit_registered = false;
 
-/* counted in PgssNgInfo.nattached (pgss_ng_stmt_attach) */
+/* counted in PgssNgStmtControl.nattached (pgss_ng_stmt_attach) */
 static bool counted_attached = false;
 
 /* the failure note being merged, for the guard's error path */
@@ -67,7 +67,7 @@ stmt_exit(int code, Datum arg)
 		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 	pgss_ng_kind_detach(pgss_ng_stmt_kind);
 	if (counted_attached)
-		pg_atomic_fetch_sub_u32(&pgss_ng_info_shared->nattached, 1);
+		pg_atomic_fetch_sub_u32(&pgss_ng_stmt_ctl->nattached, 1);
 	counted_attached = false;
 }
 
@@ -99,13 +99,13 @@ register_exit(void)
 bool
 pgss_ng_stmt_attach(void)
 {
-	if (pgss_ng_info_shared == NULL ||
+	if (pgss_ng_stmt_ctl == NULL ||
 		!pgss_ng_kind_attach(pgss_ng_stmt_kind))
 		return false;
 	register_exit();
 	if (!counted_attached && !am_walsender)
 	{
-		pg_atomic_fetch_add_u32(&pgss_ng_info_shared->nattached, 1);
+		pg_atomic_fetch_add_u32(&pgss_ng_stmt_ctl->nattached, 1);
 		counted_attached = true;
 	}
 	return true;
@@ -119,7 +119,7 @@ pgss_ng_stmt_attach(void)
 uint32
 pgss_ng_stmt_attached(void)
 {
-	return pg_atomic_read_u32(&pgss_ng_info_shared->nattached);
+	return pg_atomic_read_u32(&pgss_ng_stmt_ctl->nattached);
 }
 
 /*
@@ -159,20 +159,20 @@ static void
 merge_note(const PgssNgFailureNote *n)
 {
 	PgssNgStmtKey key;
-	PgssNgCounters *c;
+	PgssNgPending *p;
 
 	memset(&key, 0, sizeof(key));
 	key.userid = n->userid;
 	key.dbid = n->dbid;
 	key.queryid = n->queryid;
 	key.toplevel = n->toplevel;
-	c = pgss_ng_stmt_pending(&key, n->text, 0, n->textlen, true);
-	if (c == NULL)
+	p = pgss_ng_stmt_pending(&key, n->text, 0, n->textlen, true);
+	if (p == NULL)
 		pgss_ng_stmt_count_dropped(1);
 	else
 	{
-		c->errors += 1;
-		c->error_exec_time += n->elapsed_ms;
+		p->counters.errors += 1;
+		p->counters.error_exec_time += n->elapsed_ms;
 	}
 }
 
@@ -237,7 +237,7 @@ pgss_ng_stmt_merge_errors(void)
  */
 static void
 count_time(PgssNgPending *p, PgssNgPhase phase, double total_time,
-		   const PgssNgCpuUsage *cpu)
+		   const PgssNgCpuTime *cpu)
 {
 	PgssNgCounters *c = &p->counters;
 
@@ -379,7 +379,7 @@ store_guarded(void *arg)
 {
 	const PgssNgStore *s = (const PgssNgStore *) arg;
 	PgssNgStmtKey key;
-	PgssNgCounters *c;
+	PgssNgPending *p;
 
 	if (!pgss_ng_stmt_attach())
 		return;
@@ -407,15 +407,14 @@ store_guarded(void *arg)
 		return;
 	}
 
-	c = pgss_ng_stmt_pending(&key, s->query, s->query_location,
+	p = pgss_ng_stmt_pending(&key, s->query, s->query_location,
 							 s->query_len, false);
-	if (c == NULL)
+	if (p == NULL)
 	{
 		pgss_ng_stmt_count_dropped(1);
 		return;
 	}
-	/* c is the first member of the pending entry (PgssNgPending) */
-	count_one((PgssNgPending *) c, s);
+	count_one(p, s);
 }
 
 /*
@@ -429,7 +428,7 @@ store_guarded(void *arg)
 void
 pgss_ng_store(const PgssNgStore *s)
 {
-	if (s->queryid == UINT64CONST(0) || pgss_ng_info_shared == NULL)
+	if (s->queryid == UINT64CONST(0) || pgss_ng_stmt_ctl == NULL)
 		return;
 
 	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",

@@ -41,7 +41,8 @@
 #include "compat.h"
 #include "stmt_errors.h"
 
-/* Frames kept (deeper nesting is not recorded: its failures drop). */
+/* Frames kept (deeper nesting is not recorded: its failures count as
+ * dropped). */
 #define PGSS_NG_MAX_FRAMES		64
 
 /* Failed executions noted between two merges (more count as dropped). */

@@ -7,11 +7,12 @@
  *
  * This file holds the kind itself: its description and callbacks (init,
  * flush, discard, free, needs room), the merge of pending into shared
- * counters, the lookup of a backend's pending counters, the info counters
- * (PgssNgInfo) and the GUC pgss_ng.max.  What a backend records (attach,
- * one call, failed executions, flush, exit) is in stmt_backend.c; what
- * readers see and resets in stmt_read.c; the saved record in stmt_saved.c.
- * Only these files interpret the counters.
+ * counters, the lookup of a backend's pending data, the statement kind's
+ * control block (PgssNgStmtControl: the info counters) and the GUC
+ * pgss_ng.max.  What a backend records (attach, one call, failed
+ * executions, flush, exit) is in stmt_backend.c; what readers see and
+ * resets in stmt_read.c; the saved record in stmt_saved.c.  Only these
+ * files interpret the counters.
  *
  * Locking: counters in shared entries are changed only by the flush
  * callback (entry lock exclusive) and the reset and update callbacks
@@ -42,7 +43,7 @@ static void stmt_discard_pending(PgssNgEntryRef *ref);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
 static bool stmt_needs_room(PgssNgKind *kind);
 
-static const PgssNgKindInfo stmt_kind_info = {
+static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
 	.key_size = sizeof(PgssNgStmtKey),
 	.shared_size = sizeof(PgssNgStmtShared),
@@ -61,23 +62,23 @@ PgssNgKind *pgss_ng_stmt_kind = NULL;
 const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES] = {
 	0.5, 0.9, 0.95, 0.99, 0.999
 };
-PgssNgInfo *pgss_ng_info_shared = NULL;
+PgssNgStmtControl *pgss_ng_stmt_ctl = NULL;
 
 /* GUC pgss_ng.max: most live statement entries (eviction keeps to it) */
 static int	stmt_max = 5000;
 
 /*
- * What the init callback stores in a new entry: a normalized text, or the
- * statement's location in its source string (cut by CleanQuerytext() only
- * when an entry is really made).
+ * What the init callback stores in a new entry: a text already cleaned
+ * (cut out of its source string by CleanQuerytext(), and perhaps
+ * normalized), or the statement's location in its source string (cut
+ * only when an entry is really made).
  */
 typedef struct StmtInitArg
 {
 	const char *text;			/* text to store, or the source string */
 	int			location;		/* statement's offset in it (source only) */
 	int			len;			/* statement's length in bytes */
-	bool		normalized;		/* text is stored as it is (a normalized
-								 * text, or one cut already) */
+	bool		cleaned;		/* text is cleaned already: stored as it is */
 } StmtInitArg;
 
 
@@ -102,7 +103,7 @@ void
 pgss_ng_stmt_init(void)
 {
 	/* first: the assign hook sets the handle's max */
-	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_info);
+	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
 	DefineCustomIntVariable("pgss_ng.max",
 							"Sets the maximum number of statements tracked "
 							"by pgss_ng.",
@@ -125,8 +126,8 @@ pgss_ng_stmt_shmem_size(void)
 {
 	Size		size;
 
-	size = add_size(pgss_ng_kind_shmem_size(&stmt_kind_info),
-					MAXALIGN(sizeof(PgssNgInfo)));
+	size = add_size(pgss_ng_kind_shmem_size(&stmt_kind_desc),
+					MAXALIGN(sizeof(PgssNgStmtControl)));
 	return add_size(size, pgss_ng_qtext_shmem_size());
 }
 
@@ -138,7 +139,7 @@ pgss_ng_stmt_shmem_size(void)
 void
 pgss_ng_stmt_shmem_request(void)
 {
-	pgss_ng_kind_shmem_request(&stmt_kind_info);
+	pgss_ng_kind_shmem_request(&stmt_kind_desc);
 	pgss_ng_qtext_shmem_request();
 }
 
@@ -158,15 +159,15 @@ pgss_ng_stmt_shmem_startup(void)
 	pgss_ng_kind_set_max_entries(pgss_ng_stmt_kind, stmt_max);
 	pgss_ng_qtext_shmem_startup();
 
-	pgss_ng_info_shared = ShmemInitStruct("pgss_ng info", sizeof(PgssNgInfo),
-										  &found);
+	pgss_ng_stmt_ctl = ShmemInitStruct("pgss_ng info",
+									   sizeof(PgssNgStmtControl), &found);
 	if (!found)
 	{
-		SpinLockInit(&pgss_ng_info_shared->mutex);
-		pgss_ng_info_shared->dropped = 0;
-		pgss_ng_info_shared->stats_reset = GetCurrentTimestamp();
-		pgss_ng_info_shared->loaded = false;
-		pg_atomic_init_u32(&pgss_ng_info_shared->nattached, 0);
+		SpinLockInit(&pgss_ng_stmt_ctl->mutex);
+		pgss_ng_stmt_ctl->dropped = 0;
+		pgss_ng_stmt_ctl->stats_reset = GetCurrentTimestamp();
+		pgss_ng_stmt_ctl->loaded = false;
+		pg_atomic_init_u32(&pgss_ng_stmt_ctl->nattached, 0);
 	}
 
 	LWLockRelease(AddinShmemInitLock);
@@ -180,7 +181,7 @@ pgss_ng_stmt_shmem_startup(void)
 bool
 pgss_ng_stmt_ready(void)
 {
-	return pgss_ng_info_shared != NULL;
+	return pgss_ng_stmt_ctl != NULL;
 }
 
 /*
@@ -191,9 +192,9 @@ pgss_ng_stmt_ready(void)
 void
 pgss_ng_stmt_count_dropped(int64 n)
 {
-	SpinLockAcquire(&pgss_ng_info_shared->mutex);
-	pgss_ng_info_shared->dropped += n;
-	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
+	pgss_ng_stmt_ctl->dropped += n;
+	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 }
 
 /*
@@ -215,7 +216,7 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 	int			len = ia->len;
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (!ia->normalized)
+	if (!ia->cleaned)
 	{
 		int			location = ia->location;
 
@@ -324,7 +325,7 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
  *		Flush callback of the statement kind: lock the entry (through the
  *		kind layer, without waiting when nowait), merge the pending
  *		counters into it, unlock.  Returns false if the entry could not be
- *		locked (busy, or dropped: see PgssNgKindInfo).
+ *		locked (busy, or removed: see PgssNgKindDesc).
  *
  * The uses added to the entry's usage: one per planning and execution,
  * less the one its creation already counted when these are the entry's
@@ -400,7 +401,7 @@ stmt_discard_pending(PgssNgEntryRef *ref)
 
 /*
  * pgss_ng_stmt_pending
- *		This backend's pending counters for key, making the shared entry if
+ *		This backend's pending data for key, making the shared entry if
  *		needed with the statement's text: text is the source string and
  *		(location, len) the statement in it, or, with cleaned, the text to
  *		store as it is (len bytes).  NULL when the entry could not be made
@@ -408,19 +409,16 @@ stmt_discard_pending(PgssNgEntryRef *ref)
  *		to record as dropped.  Errors: those of pgss_ng_kind_get_pending();
  *		call under pgss_ng_kind_guard().  Caller attached.
  */
-PgssNgCounters *
+PgssNgPending *
 pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *text,
 					 int location, int len, bool cleaned)
 {
-	StmtInitArg ia;
+	StmtInitArg ia = {.text = text, .location = location, .len = len,
+	.cleaned = cleaned};
 	PgssNgEntryRef *ref;
 
-	ia.text = text;
-	ia.location = location;
-	ia.len = len;
-	ia.normalized = cleaned;
 	ref = pgss_ng_kind_get_pending(pgss_ng_stmt_kind, key, stmt_init, &ia);
-	return ref ? (PgssNgCounters *) ref->pending : NULL;
+	return ref ? (PgssNgPending *) ref->pending : NULL;
 }
 
 
@@ -436,11 +434,7 @@ pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *text,
 void
 pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text, int len)
 {
-	StmtInitArg ia;
+	StmtInitArg ia = {.text = text, .len = len, .cleaned = true};
 
-	ia.text = text;
-	ia.location = 0;
-	ia.len = len;
-	ia.normalized = true;
 	(void) pgss_ng_kind_create(pgss_ng_stmt_kind, key, stmt_init, &ia);
 }

@@ -50,11 +50,11 @@ typedef enum PgssNgPhase
  * passed where there are none to record: planning, utility statements,
  * servers before 18).
  */
-typedef struct PgssNgParallelUsage
+typedef struct PgssNgParallelWorkers
 {
 	int64		to_launch;		/* workers planned */
 	int64		launched;		/* workers actually launched */
-} PgssNgParallelUsage;
+} PgssNgParallelWorkers;
 
 /* Identity of a statement entry.  Padding must be zero (memcmp'd). */
 typedef struct PgssNgStmtKey
@@ -154,11 +154,11 @@ typedef struct PgssNgCounters
 } PgssNgCounters;
 
 /* CPU time of one planning or execution (getrusage), ms */
-typedef struct PgssNgCpuUsage
+typedef struct PgssNgCpuTime
 {
 	double		user_ms;
 	double		system_ms;
-} PgssNgCpuUsage;
+} PgssNgCpuTime;
 
 /*
  * What one pgss_ng_store() call records, built by a hook with designated
@@ -184,8 +184,8 @@ typedef struct PgssNgStore
 	const BufferUsage *bufusage;
 	const WalUsage *walusage;
 	const JitInstrumentation *jitusage; /* or NULL: no JIT */
-	const PgssNgParallelUsage *parallel;	/* or NULL: none measured */
-	const PgssNgCpuUsage *cpu;	/* or NULL: not sampled */
+	const PgssNgParallelWorkers *parallel;	/* or NULL: none measured */
+	const PgssNgCpuTime *cpu;	/* or NULL: not sampled */
 } PgssNgStore;
 
 /* The quantiles shown per phase: p50, p90, p95, p99, p999. */
@@ -224,14 +224,14 @@ typedef struct PgssNgStmtSnapshot
 /* what pgss_ng_stmt_read calls for each entry */
 typedef void (*PgssNgStmtEmitFn) (const PgssNgStmtSnapshot *es, void *arg);
 
-/* The extension-wide counters, as pgss_ng_info shows them. */
-typedef struct PgssNgStmtInfo
+/* A reader's copy of the info counters, as pgss_ng_info shows them. */
+typedef struct PgssNgInfoSnapshot
 {
 	PgssNgKindCounters kind;	/* entries, dealloc, backstop_skips... */
 	int64		dropped;		/* plannings/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 	PgssNgQtextStats qtext;		/* the text arena */
-} PgssNgStmtInfo;
+} PgssNgInfoSnapshot;
 
 /* the statement kind's handle in the kind layer */
 extern PgssNgKind *pgss_ng_stmt_kind;
@@ -264,7 +264,7 @@ extern void pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
 							  PgssNgStmtEmitFn emit, void *arg);
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 									  bool minmax_only);
-extern void pgss_ng_stmt_info(PgssNgStmtInfo *out);
+extern void pgss_ng_stmt_info(PgssNgInfoSnapshot *out);
 extern bool pgss_ng_stmt_histograms(const PgssNgStmtKey *key,
 									PgssNgHistPair *out);
 

@@ -3,11 +3,11 @@
  * stmt_kind_int.h
  *	  What the files of the statement kind (stmt_kind.c, stmt_backend.c,
  *	  stmt_read.c, stmt_saved.c) share and nobody else sees: the layout of
- *	  a shared statement entry and of its pending data, the info counters,
+ *	  a shared statement entry and of its pending data, the control block,
  *	  the pending lookup and the merge.
  *
  * Locking: PgssNgStmtShared is protected by its entry lock (kind layer);
- * PgssNgInfo by its spinlock, except loaded (the writer's alone).
+ * PgssNgStmtControl by its spinlock, except loaded (the writer's alone).
  *
  *-------------------------------------------------------------------------
  */
@@ -41,21 +41,26 @@ typedef struct PgssNgStmtShared
  */
 typedef struct PgssNgPending
 {
-	PgssNgCounters counters;	/* first: pgss_ng_stmt_pending() returns it */
+	PgssNgCounters counters;	/* zeroed in a new pending entry */
 	PgssNgHistDense hist[PGSS_NG_NUMPHASE];
 } PgssNgPending;
 
-/* Extension-wide counters shown by pgss_ng_info, in main shared memory. */
-typedef struct PgssNgInfo
+/*
+ * The statement kind's control block, in main shared memory: its info
+ * counters (those of pgss_ng_info that are not the kind layer's or the
+ * text arena's), whether the stats file was loaded, and the number of
+ * attached processes.
+ */
+typedef struct PgssNgStmtControl
 {
 	slock_t		mutex;
 	int64		dropped;		/* plans/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 	bool		loaded;			/* the writer has read the stats file */
 	pg_atomic_uint32 nattached; /* see pgss_ng_stmt_attach */
-} PgssNgInfo;
+} PgssNgStmtControl;
 
-extern PgssNgInfo *pgss_ng_info_shared;
+extern PgssNgStmtControl *pgss_ng_stmt_ctl;
 
 /*
  * total_calls
@@ -89,9 +94,9 @@ stmt_stamp_changed(PgssNgStmtShared *sh)
 
 /* stmt_kind.c */
 extern void pgss_ng_stmt_count_dropped(int64 n);
-extern PgssNgCounters *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
-											const char *text, int location,
-											int len, bool cleaned);
+extern PgssNgPending *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
+										   const char *text, int location,
+										   int len, bool cleaned);
 extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 								int len);
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,

@@ -248,7 +248,7 @@ reset_minmax(void *shared_data, void *arg)
  *		stats_reset).  Counts still pending in other backends for removed
  *		entries are discarded when they flush: they were made before the
  *		reset.  Returns the time of the reset.  Locks: the kind layer's
- *		(see pgss_ng_kind_drop_matching, pgss_ng_kind_update_matching),
+ *		(see pgss_ng_kind_remove_matching, pgss_ng_kind_update_matching),
  *		then the info spinlock.
  */
 TimestampTz
@@ -272,15 +272,15 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 		return f.now;
 	}
 
-	pgss_ng_kind_drop_matching(pgss_ng_stmt_kind, reset_match, &f);
+	pgss_ng_kind_remove_matching(pgss_ng_stmt_kind, reset_match, &f);
 
 	if (userid == InvalidOid && dbid == InvalidOid &&
 		queryid == UINT64CONST(0))
 	{
-		SpinLockAcquire(&pgss_ng_info_shared->mutex);
-		pgss_ng_info_shared->dropped = 0;
-		pgss_ng_info_shared->stats_reset = f.now;
-		SpinLockRelease(&pgss_ng_info_shared->mutex);
+		SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
+		pgss_ng_stmt_ctl->dropped = 0;
+		pgss_ng_stmt_ctl->stats_reset = f.now;
+		SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
 		pgss_ng_qtext_reset_dropped();
 	}
@@ -293,12 +293,12 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
  *		lock or atomically; the whole is not one consistent snapshot.
  */
 void
-pgss_ng_stmt_info(PgssNgStmtInfo *out)
+pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 {
-	SpinLockAcquire(&pgss_ng_info_shared->mutex);
-	out->dropped = pgss_ng_info_shared->dropped;
-	out->stats_reset = pgss_ng_info_shared->stats_reset;
-	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
+	out->dropped = pgss_ng_stmt_ctl->dropped;
+	out->stats_reset = pgss_ng_stmt_ctl->stats_reset;
+	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
 }

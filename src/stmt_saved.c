@@ -5,7 +5,7 @@
  *	  its entries as records for the writer, entries re-created from
  *	  records, the info block, and whether the file was loaded.
  *
- * Owns: PgssNgInfo.loaded (the writer's alone).
+ * Owns: PgssNgStmtControl.loaded (the writer's alone).
  *
  * Locking: records are made under each entry's lock held shared (the kind
  * layer's foreach); a restored entry is made like any other (partition
@@ -109,10 +109,10 @@ pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
 	memset(out, 0, sizeof(*out));
 	out->dealloc = kc.dealloc;
 	out->backstop_skips = kc.backstop_skips;
-	SpinLockAcquire(&pgss_ng_info_shared->mutex);
-	out->dropped = pgss_ng_info_shared->dropped;
-	out->stats_reset = pgss_ng_info_shared->stats_reset;
-	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
+	out->dropped = pgss_ng_stmt_ctl->dropped;
+	out->stats_reset = pgss_ng_stmt_ctl->stats_reset;
+	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 }
 
 void
@@ -120,10 +120,10 @@ pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in)
 {
 	pgss_ng_kind_restore_counters(pgss_ng_stmt_kind, in->dealloc,
 								  in->backstop_skips);
-	SpinLockAcquire(&pgss_ng_info_shared->mutex);
-	pgss_ng_info_shared->dropped += in->dropped;
-	pgss_ng_info_shared->stats_reset = in->stats_reset;
-	SpinLockRelease(&pgss_ng_info_shared->mutex);
+	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
+	pgss_ng_stmt_ctl->dropped += in->dropped;
+	pgss_ng_stmt_ctl->stats_reset = in->stats_reset;
+	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 }
 
 /*
@@ -135,13 +135,13 @@ pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in)
 bool
 pgss_ng_stmt_loaded(void)
 {
-	return pgss_ng_info_shared->loaded;
+	return pgss_ng_stmt_ctl->loaded;
 }
 
 void
 pgss_ng_stmt_set_loaded(void)
 {
-	pgss_ng_info_shared->loaded = true;
+	pgss_ng_stmt_ctl->loaded = true;
 }
 
 /*
