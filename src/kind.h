@@ -203,19 +203,20 @@ extern bool pgss_ng_kind_flush(PgssNgKind *kind, bool force);
 extern bool pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait);
 extern void pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses);
 
-/* readers and maintenance */
-typedef void (*PgssNgVisitFn) (PgssNgKind *kind, const void *key,
+/*
+ * readers and maintenance.  A visitor copies what it needs of an entry
+ * under its entry lock (held shared) and returns whether there is
+ * something to emit (pgss_ng_kind_foreach) or to return
+ * (pgss_ng_kind_read).
+ */
+typedef bool (*PgssNgVisitFn) (PgssNgKind *kind, const void *key,
 							   const void *shared_data, void *arg);
+typedef void (*PgssNgEmitFn) (void *arg);
 typedef bool (*PgssNgMatchFn) (const void *key, void *arg);
 typedef void (*PgssNgUpdateFn) (void *shared_data, void *arg);
 
 extern void pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
-								 void *arg);
-typedef bool (*PgssNgCopyFn) (PgssNgKind *kind, const void *key,
-							  const void *shared_data, void *arg);
-typedef void (*PgssNgEmitFn) (void *arg);
-extern void pgss_ng_kind_foreach_copy(PgssNgKind *kind, PgssNgCopyFn copy,
-									  PgssNgEmitFn emit, void *arg);
+								 PgssNgEmitFn emit, void *arg);
 extern uint64 pgss_ng_kind_remove_matching(PgssNgKind *kind,
 										   PgssNgMatchFn match, void *arg);
 extern uint64 pgss_ng_kind_update_matching(PgssNgKind *kind,

@@ -11,7 +11,7 @@
  *
  * Locking: visits and updates take each partition lock shared (one at a
  * time), then the entry lock (shared to read, exclusively to update); a
- * reader's emit step (foreach_copy) runs between the two, after the entry
+ * reader's emit step (foreach) runs between the two, after the entry
  * lock is released and before the partition lock is;
  * removals take <name>_dealloc, then each partition lock exclusively, then
  * the entry lock to mark the entry removed.  The kind-wide counters are
@@ -24,10 +24,10 @@
 #include "kind_int.h"
 
 /*
- * pgss_ng_kind_foreach_copy
- *		For every live shared entry: call copy with the entry's lock held
+ * pgss_ng_kind_foreach
+ *		For every live shared entry: call visit with the entry's lock held
  *		shared (so the data is not torn) and its partition lock held shared
- *		(so it cannot be freed); copy must only copy what it needs into
+ *		(so it cannot be freed); visit must only copy what it needs into
  *		arg and must not take other locks of this kind.  If it returns true
  *		and emit is not NULL, emit(arg) runs next, after the entry lock is
  *		released but with the partition lock still held shared: it may do
@@ -39,8 +39,8 @@
  *		transaction, which releases these LWLocks.
  */
 void
-pgss_ng_kind_foreach_copy(PgssNgKind *kind, PgssNgCopyFn copy,
-						  PgssNgEmitFn emit, void *arg)
+pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
+					 PgssNgEmitFn emit, void *arg)
 {
 	dshash_seq_status status;
 	void	   *he;
@@ -53,51 +53,12 @@ pgss_ng_kind_foreach_copy(PgssNgKind *kind, PgssNgCopyFn copy,
 		bool		copied;
 
 		LWLockAcquire(&hdr->lock, LW_SHARED);
-		copied = copy(kind, he, PgssNgSharedData(hdr), arg);
+		copied = visit(kind, he, PgssNgSharedData(hdr), arg);
 		LWLockRelease(&hdr->lock);
 		if (copied && emit != NULL)
 			emit(arg);
 	}
 	dshash_seq_term(&status);
-}
-
-/* A plain visitor, called through pgss_ng_kind_foreach_copy. */
-typedef struct VisitAll
-{
-	PgssNgVisitFn visit;
-	void	   *arg;
-} VisitAll;
-
-/*
- * visit_all
- *		pgss_ng_kind_foreach_copy copy callback of pgss_ng_kind_foreach:
- *		call the plain visitor; nothing to emit.
- */
-static bool
-visit_all(PgssNgKind *kind, const void *key, const void *shared_data,
-		  void *arg)
-{
-	VisitAll   *va = (VisitAll *) arg;
-
-	va->visit(kind, key, shared_data, va->arg);
-	return false;
-}
-
-/*
- * pgss_ng_kind_foreach
- *		Call visit for every live shared entry, with the entry's lock held
- *		shared (so the data is not torn) and its partition lock held shared
- *		(so it cannot be freed).  visit must only copy; it must not raise an
- *		ERROR or take other locks of this kind.
- */
-void
-pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit, void *arg)
-{
-	VisitAll	va;
-
-	va.visit = visit;
-	va.arg = arg;
-	pgss_ng_kind_foreach_copy(kind, visit_all, NULL, &va);
 }
 
 /*
@@ -287,9 +248,9 @@ pgss_ng_kind_update(PgssNgKind *kind, const void *key, PgssNgUpdateFn update,
 /*
  * pgss_ng_kind_read
  *		Call visit on the live entry for key with its entry lock held
- *		shared (a reader's copy of one entry).  Returns false if there is
- *		no such entry.  Locks: the key's partition lock shared, then its
- *		entry lock shared.
+ *		shared (a reader's copy of one entry) and return what it returns;
+ *		false if there is no such entry.  Locks: the key's partition lock
+ *		shared, then its entry lock shared.
  */
 bool
 pgss_ng_kind_read(PgssNgKind *kind, const void *key, PgssNgVisitFn visit,
@@ -297,10 +258,11 @@ pgss_ng_kind_read(PgssNgKind *kind, const void *key, PgssNgVisitFn visit,
 {
 	void	   *he;
 	PgssNgBodyHeader *hdr = lock_live_entry(kind, key, LW_SHARED, &he);
+	bool		r;
 
 	if (hdr == NULL)
 		return false;
-	visit(kind, key, PgssNgSharedData(hdr), arg);
+	r = visit(kind, key, PgssNgSharedData(hdr), arg);
 	unlock_live_entry(kind, hdr, he);
-	return true;
+	return r;
 }

@@ -653,7 +653,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 	}
 
 	if (exec_nested_level == 0)
-		pgss_ng_flush(false);
+		pgss_ng_flush();
 
 	if (prev_ExecutorEnd)
 		prev_ExecutorEnd(queryDesc);
@@ -725,7 +725,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								context, params, queryEnv, dest, qc);
 		/* e.g. a DO block not recorded itself, whose statements were */
 		if (exec_nested_level == 0)
-			pgss_ng_flush(false);
+			pgss_ng_flush();
 		return;
 	}
 
@@ -772,5 +772,5 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 
 	if (exec_nested_level == 0)
-		pgss_ng_flush(false);
+		pgss_ng_flush();
 }

@@ -439,16 +439,14 @@ pgss_ng_store(const PgssNgStore *s)
 
 /*
  * flush_guarded
- *		The body of pgss_ng_flush(), run under pgss_ng_kind_guard(); arg
- *		points to its force argument.
+ *		The body of pgss_ng_flush(), run under pgss_ng_kind_guard(); no
+ *		argument.
  */
 static void
 flush_guarded(void *arg)
 {
-	bool		force = *(bool *) arg;
-
 	/* walsenders are not waited for at shutdown: never leave anything */
-	pgss_ng_kind_flush(pgss_ng_stmt_kind, force || am_walsender);
+	pgss_ng_kind_flush(pgss_ng_stmt_kind, am_walsender);
 	/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
 	pgss_ng_kind_evict(pgss_ng_stmt_kind);
 }
@@ -458,15 +456,15 @@ flush_guarded(void *arg)
  *		Merge the failed executions noted since the last flush into the
  *		pending counters (pgss_ng_stmt_merge_errors), flush this backend's
  *		pending statement counters (see pgss_ng_kind_flush), then evict if
- *		live entries exceed max.  Called
- *		at the end of each top-level statement (force false); the SQL
- *		functions flush through pgss_ng_stmt_read() and
- *		pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
+ *		live entries exceed max.  Called at the end of each top-level
+ *		statement; entry locks are tried without waiting (walsenders wait:
+ *		see pgss_ng_stmt_attach).  The SQL functions flush, waiting,
+ *		through pgss_ng_stmt_read() and pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
  *		mapped while freeing) is caught and logged (pgss_ng_kind_guard);
  *		what stayed pending is retried next time.
  */
 void
-pgss_ng_flush(bool force)
+pgss_ng_flush(void)
 {
 	pgss_ng_stmt_merge_errors();
 	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
@@ -474,5 +472,5 @@ pgss_ng_flush(bool force)
 
 	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
 							  "flush statement statistics",
-							  flush_guarded, &force);
+							  flush_guarded, NULL);
 }

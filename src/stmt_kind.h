@@ -249,7 +249,7 @@ extern uint32 pgss_ng_stmt_attached(void);
 
 /* the hooks: stmt_backend.c */
 extern void pgss_ng_store(const PgssNgStore *s);
-extern void pgss_ng_flush(bool force);
+extern void pgss_ng_flush(void);
 
 /*
  * failed executions, from the hooks: a frame opened here is closed with

@@ -46,7 +46,7 @@ typedef struct ReadState
 
 /*
  * read_copy
- *		pgss_ng_kind_foreach_copy copy callback: copy one entry (and its
+ *		pgss_ng_kind_foreach visitor: copy one entry (and its
  *		text into the text buffer), unless a reader may not see it yet (an
  *		entry with neither calls, plans nor errors was only made at parse
  *		analysis) or it has not changed since changed_since (changed_at
@@ -117,7 +117,7 @@ time_stats(const PgssNgCounters *c, PgssNgPhase phase, PgssNgTimeStats *out)
 
 /*
  * read_emit
- *		pgss_ng_kind_foreach_copy emit callback: turn the copy of the entry
+ *		pgss_ng_kind_foreach emit callback: turn the copy of the entry
  *		into what a reader sees (time groups, the time quantiles from the
  *		histograms) and hand it to the reader's emit function.  Runs after
  *		the entry lock is released, with the partition lock still held
@@ -159,7 +159,7 @@ read_emit(void *arg)
  *		pending counters flushed first (waiting for locks), so a session
  *		always sees its own finished statements.  The snapshot emit is
  *		given, and its text, are only valid during that call.  Locks: the
- *		kind layer's foreach_copy: each entry is copied under its entry
+ *		kind layer's foreach: each entry is copied under its entry
  *		lock, held shared just for the copy; emit runs with no entry lock
  *		but the entry's partition lock held shared (it must take no lock of
  *		the statement kind).  Memory: CurrentMemoryContext, one text buffer
@@ -182,7 +182,7 @@ pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
 	st->emit_arg = arg;
 	st->textbuf_size = 1024;
 	st->textbuf = palloc(st->textbuf_size);
-	pgss_ng_kind_foreach_copy(pgss_ng_stmt_kind, read_copy, read_emit, st);
+	pgss_ng_kind_foreach(pgss_ng_stmt_kind, read_copy, read_emit, st);
 	pfree(st->textbuf);
 	pfree(st);
 }
@@ -308,13 +308,14 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
  *		pgss_ng_kind_read visitor: copy the entry's histograms.  Entry lock
  *		and partition lock held shared.
  */
-static void
+static bool
 histograms_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 				 void *arg)
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 
 	memcpy(arg, &sh->hist, sizeof(PgssNgHistPair));
+	return true;
 }
 
 /*

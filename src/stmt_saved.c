@@ -151,7 +151,7 @@ pgss_ng_stmt_set_loaded(void)
  *		function with the entry's usage.  Entry lock and partition lock
  *		held shared.  Memory: the state's buffer; the text's copy is freed.
  */
-static void
+static bool
 save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 		   void *arg)
 {
@@ -182,6 +182,7 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 		pfree(text);
 	}
 	ss->fn(ss->buf.data, ss->buf.len, rec.usage, ss->arg);
+	return false;				/* nothing to emit */
 }
 
 /*
@@ -198,7 +199,7 @@ pgss_ng_stmt_save_records(PgssNgSavedRecordFn fn, void *arg)
 	SaveState	ss = {.fn = fn, .arg = arg};
 
 	initStringInfo(&ss.buf);
-	pgss_ng_kind_foreach(pgss_ng_stmt_kind, save_visit, &ss);
+	pgss_ng_kind_foreach(pgss_ng_stmt_kind, save_visit, NULL, &ss);
 	pfree(ss.buf.data);
 }
 
