@@ -97,8 +97,9 @@ my $nsaved = quiet_psql('SELECT entries FROM pgss_ng_info');
 cmp_ok($nsaved, '>=', 20000, "$nsaved entries before the stop");
 $node->stop('fast');
 my $file = slurp_file($node->data_dir . '/pg_stat/pgss_ng.stat');
+# header: magic, version, major, info block size, record size; info block
 my $infolen = unpack('L', substr($file, 12, 4));
-is(unpack('L', substr($file, 16 + $infolen, 4)), $nsaved, "the file holds $nsaved records");
+is(unpack('L', substr($file, 20 + $infolen, 4)), $nsaved, "the file holds $nsaved records");
 
 # The log file is under the limit too: each limited run gets a new one,
 # and a log that reached the limit (before the fix) ends the wait.
