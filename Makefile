@@ -146,6 +146,18 @@ else
 	@echo "check-tap: no t/*.pl, nothing to run"
 endif
 
+# The saved format's layout in this build, to record beside a new
+# PGSS_NG_FILE_VERSION in src/stmt_saved.h (its static assertions fail
+# the build until the recorded values are this build's).
+.PHONY: saved-layout
+saved-layout:
+	@printf '%s\n' '#include "postgres.h"' '#include "stmt_saved.h"' '#undef printf' \
+	  'int main(void) { printf("PGSS_NG_SAVED_INFO_SIZE %zu\nPGSS_NG_STMT_RECORD_SIZE %zu\nPGSS_NG_STMT_RECORD_LAYOUT %llu\n",' \
+	  'sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), (unsigned long long) PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD); return 0; }' \
+	  > saved_layout.c
+	@$(CC) $(CPPFLAGS) -o saved_layout saved_layout.c && ./saved_layout; \
+	  rc=$$?; rm -f saved_layout saved_layout.c; exit $$rc
+
 # Opt-in, not run by scripts/test.sh: the pg_regress suite once against a
 # server running under valgrind memcheck (1-2 minutes here; generous
 # timeouts). Tests the installed pgss_ng; run as a non-root user (or as

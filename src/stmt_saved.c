@@ -25,50 +25,13 @@
 #include "stmt_kind_int.h"
 #include "stmt_saved.h"
 
-/*
- * The layout the format version stands for (see stmt_saved.h).  A term
- * of the fingerprint: a member's offset, weighted by its name's length.
- */
-#define LAYOUT_TERM(type, member) \
-	(((uint64) offsetof(type, member) + 1) * sizeof(#member))
-#define COUNTER_TERM(name, ctype, sqltype, measured) \
-	+ LAYOUT_TERM(PgssNgCounters, name)
-#define STMT_RECORD_LAYOUT \
-	(LAYOUT_TERM(PgssNgStmtRecord, key) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, counters) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, have_minmax) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, hist) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, encoding) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, qlen) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, stats_since) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, minmax_stats_since) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, last_executed) + \
-	 LAYOUT_TERM(PgssNgStmtRecord, usage) + \
-	 LAYOUT_TERM(PgssNgStmtKey, userid) + \
-	 LAYOUT_TERM(PgssNgStmtKey, dbid) + \
-	 LAYOUT_TERM(PgssNgStmtKey, queryid) + \
-	 LAYOUT_TERM(PgssNgStmtKey, toplevel) + \
-	 LAYOUT_TERM(PgssNgCounters, calls) + \
-	 LAYOUT_TERM(PgssNgCounters, total_time) + \
-	 LAYOUT_TERM(PgssNgCounters, min_time) + \
-	 LAYOUT_TERM(PgssNgCounters, max_time) + \
-	 LAYOUT_TERM(PgssNgCounters, mean_time) + \
-	 LAYOUT_TERM(PgssNgCounters, sum_var_time) + \
-	 LAYOUT_TERM(PgssNgCounters, cpu_samples) + \
-	 LAYOUT_TERM(PgssNgCounters, user_time) + \
-	 LAYOUT_TERM(PgssNgCounters, system_time) + \
-	 LAYOUT_TERM(PgssNgHistPair, lo) + \
-	 LAYOUT_TERM(PgssNgHistPair, len) + \
-	 LAYOUT_TERM(PgssNgHistPair, pool) \
-	 PGSS_NG_SUM_COUNTERS(COUNTER_TERM) \
-	 PGSS_NG_OWN_COUNTERS(COUNTER_TERM))
-
+/* the layout this version stands for (stmt_saved.h) */
 #if SIZEOF_VOID_P == 8 && MAXIMUM_ALIGNOF == 8
 StaticAssertDecl(sizeof(PgssNgSavedInfo) == PGSS_NG_SAVED_INFO_SIZE,
 				 "PgssNgSavedInfo changed: bump PGSS_NG_FILE_VERSION and record its size");
 StaticAssertDecl(sizeof(PgssNgStmtRecord) == PGSS_NG_STMT_RECORD_SIZE,
 				 "PgssNgStmtRecord changed: bump PGSS_NG_FILE_VERSION and record its size");
-StaticAssertDecl(STMT_RECORD_LAYOUT == PGSS_NG_STMT_RECORD_LAYOUT,
+StaticAssertDecl(PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD == PGSS_NG_STMT_RECORD_LAYOUT,
 				 "the saved record's layout changed: bump PGSS_NG_FILE_VERSION and record its layout");
 #endif
 

@@ -23,7 +23,8 @@
  *	  PGSS_NG_FILE_VERSION, and records the new layout below it: on 64-bit
  *	  builds stmt_saved.c compares the sizes and a fingerprint of the
  *	  members' names and offsets with these constants at compile time, so
- *	  a changed record does not build until both are done.
+ *	  a changed record does not build until both are done.  "make
+ *	  saved-layout" prints this build's values.
  *
  * Locking: see stmt_saved.c; nothing declared here requires a lock held
  * by the caller.
@@ -86,6 +87,44 @@ typedef struct PgssNgStmtRecord
 	TimestampTz last_executed;	/* 0: none */
 	double		usage;			/* eviction value when saved */
 } PgssNgStmtRecord;
+
+/*
+ * The fingerprint of this build's record layout: a term per member, its
+ * offset weighted by its name's length.
+ */
+#define PGSS_NG_LAYOUT_TERM(type, member) \
+	(((uint64) offsetof(type, member) + 1) * sizeof(#member))
+#define PGSS_NG_COUNTER_TERM(name, ctype, sqltype, measured) \
+	+ PGSS_NG_LAYOUT_TERM(PgssNgCounters, name)
+#define PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD \
+	(PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, key) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, counters) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, have_minmax) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, hist) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, encoding) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, qlen) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, stats_since) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, minmax_stats_since) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, last_executed) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, usage) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, userid) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, dbid) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, queryid) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, toplevel) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, calls) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, total_time) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, min_time) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, max_time) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, mean_time) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, sum_var_time) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, cpu_samples) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, user_time) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, system_time) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, lo) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, len) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, pool) \
+	 PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_TERM) \
+	 PGSS_NG_OWN_COUNTERS(PGSS_NG_COUNTER_TERM))
 
 /* what pgss_ng_stmt_save_records calls for each entry */
 typedef void (*PgssNgSavedRecordFn) (const char *data, Size len,
