@@ -673,11 +673,13 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
  * Like pg_stat_statements, a tracked utility statement's queryId is set
  * to zero before the statement runs, so that a cached PlannedStmt that is
  * executed again is not counted again (pg_stat_statements' behaviour,
- * which we keep for equal counts).  The next hook gets a copy of the
+ * which we keep for equal counts).  The next hook then gets a copy of the
  * PlannedStmt (on our stack) that carries the queryId it had, so that
  * a pg_stat_statements loaded before us in shared_preload_libraries (and
  * so called from inside this hook) records the statement too, and both
- * extensions can be compared in one server.
+ * extensions can be compared in one server.  An untracked statement is
+ * passed down as it is: a pg_stat_statements inside then clears the
+ * queryId itself, as it would alone.
  *
  * Nothing reached through pstmt is read or written after the call: a
  * COMMIT or ROLLBACK inside a procedure (CALL) can release the cached plan
@@ -693,7 +695,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	uint64		saved_queryId = pstmt->queryId;
 	int			saved_stmt_location = pstmt->stmt_location;
 	int			saved_stmt_len = pstmt->stmt_len;
-	PlannedStmt next_pstmt = *pstmt;	/* what the next hook gets */
+	PlannedStmt next_pstmt = *pstmt;	/* for the next hook, if tracked */
 	bool		tracked;
 	PgssNgMeasure m;
 	volatile int frame;			/* read in PG_CATCH */
@@ -711,8 +713,9 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			exec_nested_level++;
 			PG_TRY();
 			{
-				next_ProcessUtility(&next_pstmt, queryString, readOnlyTree,
-									context, params, queryEnv, dest, qc);
+				next_ProcessUtility(tracked ? &next_pstmt : pstmt,
+									queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
 			}
 			PG_FINALLY();
 			{
@@ -721,8 +724,9 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			PG_END_TRY();
 		}
 		else
-			next_ProcessUtility(&next_pstmt, queryString, readOnlyTree,
-								context, params, queryEnv, dest, qc);
+			next_ProcessUtility(tracked ? &next_pstmt : pstmt, queryString,
+								readOnlyTree, context, params, queryEnv,
+								dest, qc);
 		/* e.g. a DO block not recorded itself, whose statements were */
 		if (exec_nested_level == 0)
 			pgss_ng_flush();
