@@ -43,16 +43,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(usleep);
-
 use PgssNgTest;
 
-my ($gdb_out, $gdb_err) = ('', '');
-if (!eval { IPC::Run::run([ 'gdb', '--version' ], '>', \$gdb_out, '2>', \$gdb_err) })
-{
-	plan skip_all => 'gdb is not installed';
-}
+plan skip_all => 'gdb is not installed' unless gdb_installed();
 
 my $node = pgss_node(
 	'wait_events',
@@ -91,184 +85,20 @@ $_->set_query_timer_restart for ($sess_a, $sess_b, $obs);
 my @symbols =
   qw(pgss_ng_qtext_store candidate_cmp dshash_release_lock insert_guarded);
 {
-	my ($out, $err) = ('', '');
-	IPC::Run::run(
-		[
-			'gdb', '-q', '-nx', '-batch', '-p', $apid,
-			'-ex', 'set debuginfod enabled off',
-			'-ex', 'info inferiors',
-			map { ('-ex', "info address $_") } @symbols
-		],
-		'<', \undef, '>', \$out, '2>', \$err,
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	if ($out !~ /process $apid\b/)
+	my ($attached, $out, $why) = gdb_probe($apid, @symbols);
+	if (!$attached)
 	{
 		$sess_a->quit;
 		$sess_b->quit;
 		$obs->quit;
 		$node->stop;
-		my ($why) = grep { /\S/ } split /\n/, $err;
-		plan skip_all => 'gdb cannot attach to a backend: '
-		  . ($why // 'no output');
+		plan skip_all => "gdb cannot attach to a backend: $why";
 	}
 	for my $sym (@symbols)
 	{
 		like($out, qr/Symbol "\Q$sym\E" is/, "gdb finds $sym")
-		  or diag("gdb output:\n$out\n$err");
+		  or diag("gdb output:\n$out");
 	}
-}
-
-# --- gdb driven through its standard input -----------------------------------------
-
-# A timer, not a timeout: waiting past it returns false instead of dying,
-# so that a failed wait still lets the backend go.
-sub gdb_start
-{
-	my ($pid) = @_;
-	my $g = { in => '', out => '', err => '' };
-	$g->{timer} = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
-	$g->{h} = IPC::Run::start([ 'gdb', '-q', '-nx', '-p', $pid ],
-		'<', \$g->{in}, '>', \$g->{out}, '2>', \$g->{err}, $g->{timer});
-	# The backend's own signals (reload, latch wake-ups) must reach it
-	# without stopping it.  SIGINT keeps gdb's default (stop, not passed):
-	# gdb_release() uses it to interrupt a running backend.
-	gdb_send($g,
-		'set pagination off',
-		'set confirm off',
-		'set width 0',
-		'set debuginfod enabled off',
-		'handle SIGHUP SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE nostop noprint pass'
-	);
-	return $g;
-}
-
-sub gdb_send
-{
-	my ($g, @cmds) = @_;
-	$g->{stopped} = 0 if grep { $_ eq 'continue' } @cmds;
-	$g->{in} .= join('', map { "$_\n" } @cmds);
-	$g->{h}->pump_nb;
-	return;
-}
-
-# Wait until gdb's output matches $re; return (and consume) it, or undef.
-sub gdb_wait
-{
-	my ($g, $re) = @_;
-	$g->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
-	my $ok = pump_until($g->{h}, $g->{timer}, \$g->{out}, $re);
-	my $out = $g->{out};
-	$g->{out} = '';
-	diag("gdb output:\n$out\ngdb stderr:\n$g->{err}") unless $ok;
-	return $ok ? $out : undef;
-}
-
-# "Breakpoint N, func (" or, when gdb set it at several places, "N.M".
-sub stopped_in
-{
-	my ($g, $func) = @_;
-	$g->{stopped} = defined gdb_wait($g,
-		qr/(?:Temporary b|B)reakpoint \d+(?:\.\d+)?, (?:0x[0-9a-f]+ in )?\Q$func\E \(/
-	);
-	return $g->{stopped};
-}
-
-# Wait until gdb stops the backend in $func (return 'stopped') or session
-# $s answers what send_async() sent with marker $mark (return its output),
-# whichever comes first; undef on timeout.
-sub stopped_or_answered
-{
-	my ($g, $func, $s, $mark) = @_;
-	my $stop_re =
-	  qr/(?:Temporary b|B)reakpoint \d+(?:\.\d+)?, (?:0x[0-9a-f]+ in )?\Q$func\E \(/;
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	$s->{timeout}->start;
-	while (time() < $deadline)
-	{
-		$g->{h}->pump_nb if $g->{h}->pumpable;
-		$s->{run}->pump_nb;
-		if ($g->{out} =~ $stop_re)
-		{
-			$g->{out} = '';
-			$g->{stopped} = 1;
-			return 'stopped';
-		}
-		if ($s->{stdout} =~ /\Q$mark\E\n/)
-		{
-			my $out = $s->{stdout};
-			$s->{stdout} = '';
-			$out =~ s/\Q$mark\E\n//;
-			chomp $out;
-			return $out;
-		}
-		usleep(10_000);
-	}
-	diag("gdb output:\n$g->{out}\ngdb stderr:\n$g->{err}");
-	return undef;
-}
-
-# The backtrace of the stopped backend.
-sub gdb_bt
-{
-	my ($g) = @_;
-	gdb_send($g, 'bt', 'echo @@bt done@@\n');
-	return gdb_wait($g, qr/\@\@bt done\@\@/) // '';
-}
-
-# Remove the breakpoints, let the backend go, quit.  Works whether the
-# backend is stopped at a breakpoint or running (after a failed wait: gdb
-# is interrupted first, which stops it).
-sub gdb_release
-{
-	my ($g) = @_;
-	return if $g->{released}++;
-	$g->{h}->signal('INT') if !$g->{stopped} && $g->{h}->pumpable;
-	gdb_send($g, 'delete', 'detach', 'quit') if $g->{h}->pumpable;
-	$g->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
-	$g->{h}->pump while $g->{h}->pumpable && !$g->{timer}->is_expired;
-	$g->{h}->kill_kill if $g->{h}->pumpable;
-	$g->{h}->finish;
-	return;
-}
-
-# gdb reads the symbols of the pgss_ng.so on disk: if it was reinstalled
-# since the server started, the addresses would be wrong.
-sub library_replaced
-{
-	my ($pid) = @_;
-	open(my $fh, '<', "/proc/$pid/maps") or return 0;
-	my $replaced = grep { m{/pgss_ng\.so \(deleted\)$} } <$fh>;
-	close($fh);
-	return $replaced;
-}
-
-# --- sessions: send without waiting, wait later ------------------------------------
-
-my $nmark = 0;
-
-sub send_async
-{
-	my ($s, $sql) = @_;
-	my $mark = '@@done ' . ++$nmark . '@@';
-	$s->{stdin} .= "$sql\n\\echo '$mark'\n";
-	$s->{run}->pump_nb;
-	return $mark;
-}
-
-# The output of what send_async() sent, or undef on timeout.
-sub wait_async
-{
-	my ($s, $mark) = @_;
-	$s->{timeout}->start;
-	my $ok = eval {
-		pump_until($s->{run}, $s->{timeout}, \$s->{stdout}, qr/\Q$mark\E\n/);
-	};
-	my $out = $s->{stdout};
-	$s->{stdout} = '';
-	return undef unless $ok;
-	$out =~ s/\Q$mark\E\n//;
-	chomp $out;
-	return $out;
 }
 
 # Poll until backend $pid waits on LWLock $name; return what it last showed.

@@ -8,11 +8,17 @@ use warnings;
 
 use Exporter 'import';
 use Test::More;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Time::HiRes qw(usleep);
 
 our @EXPORT =
   qw(pgss_node create_wide_table wait_for_clients_gone start_small_arena_node
-  setup_alice_bob crc32c write_file);
+  setup_alice_bob crc32c write_file
+  gdb_installed gdb_probe gdb_start gdb_send gdb_wait gdb_stop_re
+  stopped_in stopped_or_answered gdb_bt gdb_release library_replaced
+  send_async wait_async);
 
 # pgss_node($name, %gucs)
 #	Create, initdb and start a node whose postgresql.conf preloads pgss_ng
@@ -149,6 +155,221 @@ sub write_file
 	close $fh;
 	chmod 0600, $path;
 	return;
+}
+
+
+# --- gdb driving a backend, for the tests that stop one at a chosen point ---
+#
+# gdb reads commands on its standard input; the tests wait for what it
+# prints (a breakpoint hit, a marker echoed after a command), never for a
+# time.  The whole file should skip when gdb_installed() is false or
+# gdb_probe() cannot attach.
+
+# gdb_installed()
+#	Is gdb on the PATH?
+sub gdb_installed
+{
+	my ($out, $err) = ('', '');
+	return eval {
+		IPC::Run::run([ 'gdb', '--version' ], '>', \$out, '2>', \$err);
+	};
+}
+
+# gdb_probe($pid, @symbols)
+#	Attach gdb to backend $pid once and ask it for @symbols (functions
+#	the test will stop in).  Returns (attached, gdb's output, the first
+#	line of its errors): a ptrace that is not permitted gives attached
+#	false.  The caller checks each "Symbol "NAME" is" in the output.
+sub gdb_probe
+{
+	my ($pid, @symbols) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[
+			'gdb', '-q', '-nx', '-batch', '-p', $pid,
+			'-ex', 'set debuginfod enabled off',
+			'-ex', 'info inferiors',
+			map { ('-ex', "info address $_") } @symbols
+		],
+		'<', \undef, '>', \$out, '2>', \$err,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	my ($why) = grep { /\S/ } split /\n/, $err;
+	return ($out =~ /process $pid\b/ ? 1 : 0, $out, $why // 'no output');
+}
+
+# gdb_start($pid)
+#	Attach gdb to backend $pid; returns the handle the other gdb_*
+#	functions take.  A timer, not a timeout: waiting past it returns false
+#	instead of dying, so that a failed wait still lets the backend go.
+sub gdb_start
+{
+	my ($pid) = @_;
+	my $g = { in => '', out => '', err => '' };
+	$g->{timer} = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
+	$g->{h} = IPC::Run::start([ 'gdb', '-q', '-nx', '-p', $pid ],
+		'<', \$g->{in}, '>', \$g->{out}, '2>', \$g->{err}, $g->{timer});
+	# The backend's own signals (reload, latch wake-ups) must reach it
+	# without stopping it.  SIGINT keeps gdb's default (stop, not passed):
+	# gdb_release() uses it to interrupt a running backend.
+	gdb_send($g,
+		'set pagination off',
+		'set confirm off',
+		'set width 0',
+		'set debuginfod enabled off',
+		'handle SIGHUP SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE nostop noprint pass'
+	);
+	return $g;
+}
+
+# gdb_send($g, @commands)
+#	Send commands to gdb without waiting.
+sub gdb_send
+{
+	my ($g, @cmds) = @_;
+	$g->{stopped} = 0 if grep { $_ eq 'continue' } @cmds;
+	$g->{in} .= join('', map { "$_\n" } @cmds);
+	$g->{h}->pump_nb;
+	return;
+}
+
+# gdb_wait($g, $re)
+#	Wait until gdb's output matches $re; return (and consume) it, or undef
+#	(with gdb's output as a diagnostic).
+sub gdb_wait
+{
+	my ($g, $re) = @_;
+	$g->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
+	my $ok = pump_until($g->{h}, $g->{timer}, \$g->{out}, $re);
+	my $out = $g->{out};
+	$g->{out} = '';
+	diag("gdb output:\n$out\ngdb stderr:\n$g->{err}") unless $ok;
+	return $ok ? $out : undef;
+}
+
+# gdb_stop_re($func)
+#	What gdb prints when a breakpoint stops the backend in $func:
+#	"Breakpoint N, func (" or, when gdb set it at several places, "N.M";
+#	"0x... in func (" for a breakpoint on an address inside it.
+sub gdb_stop_re
+{
+	my ($func) = @_;
+	return
+	  qr/(?:Temporary b|B)reakpoint \d+(?:\.\d+)?, (?:0x[0-9a-f]+ in )?\Q$func\E \(/;
+}
+
+# stopped_in($g, $func)
+#	Wait until gdb stops the backend in $func; true if it did.
+sub stopped_in
+{
+	my ($g, $func) = @_;
+	$g->{stopped} = defined gdb_wait($g, gdb_stop_re($func));
+	return $g->{stopped};
+}
+
+# stopped_or_answered($g, $func, $s, $mark)
+#	Wait until gdb stops the backend in $func (return 'stopped') or session
+#	$s answers what send_async() sent with marker $mark (return its
+#	output), whichever comes first; undef on timeout.
+sub stopped_or_answered
+{
+	my ($g, $func, $s, $mark) = @_;
+	my $stop_re = gdb_stop_re($func);
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	$s->{timeout}->start;
+	while (time() < $deadline)
+	{
+		$g->{h}->pump_nb if $g->{h}->pumpable;
+		$s->{run}->pump_nb;
+		if ($g->{out} =~ $stop_re)
+		{
+			$g->{out} = '';
+			$g->{stopped} = 1;
+			return 'stopped';
+		}
+		if ($s->{stdout} =~ /\Q$mark\E\n/)
+		{
+			my $out = $s->{stdout};
+			$s->{stdout} = '';
+			$out =~ s/\Q$mark\E\n//;
+			chomp $out;
+			return $out;
+		}
+		usleep(10_000);
+	}
+	diag("gdb output:\n$g->{out}\ngdb stderr:\n$g->{err}");
+	return undef;
+}
+
+# gdb_bt($g)
+#	The backtrace of the stopped backend.
+sub gdb_bt
+{
+	my ($g) = @_;
+	gdb_send($g, 'bt', 'echo @@bt done@@\n');
+	return gdb_wait($g, qr/\@\@bt done\@\@/) // '';
+}
+
+# gdb_release($g)
+#	Remove the breakpoints, let the backend go, quit.  Works whether the
+#	backend is stopped at a breakpoint or running (after a failed wait:
+#	gdb is interrupted first, which stops it).
+sub gdb_release
+{
+	my ($g) = @_;
+	return if $g->{released}++;
+	$g->{h}->signal('INT') if !$g->{stopped} && $g->{h}->pumpable;
+	gdb_send($g, 'delete', 'detach', 'quit') if $g->{h}->pumpable;
+	$g->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
+	$g->{h}->pump while $g->{h}->pumpable && !$g->{timer}->is_expired;
+	$g->{h}->kill_kill if $g->{h}->pumpable;
+	$g->{h}->finish;
+	return;
+}
+
+# library_replaced($pid)
+#	gdb reads the symbols of the pgss_ng.so on disk: true if it was
+#	reinstalled since backend $pid loaded it (the addresses would be
+#	wrong).
+sub library_replaced
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/maps") or return 0;
+	my $replaced = grep { m{/pgss_ng\.so \(deleted\)$} } <$fh>;
+	close($fh);
+	return $replaced;
+}
+
+# --- background_psql sessions: send without waiting, wait later ---
+
+my $nmark = 0;
+
+# send_async($s, $sql)
+#	Send $sql to session $s (a background_psql) followed by an echoed
+#	marker; returns the marker, for wait_async().
+sub send_async
+{
+	my ($s, $sql) = @_;
+	my $mark = '@@done ' . ++$nmark . '@@';
+	$s->{stdin} .= "$sql\n\\echo '$mark'\n";
+	$s->{run}->pump_nb;
+	return $mark;
+}
+
+# wait_async($s, $mark)
+#	The output of what send_async() sent, or undef on timeout.
+sub wait_async
+{
+	my ($s, $mark) = @_;
+	$s->{timeout}->start;
+	my $ok = eval {
+		pump_until($s->{run}, $s->{timeout}, \$s->{stdout}, qr/\Q$mark\E\n/);
+	};
+	my $out = $s->{stdout};
+	$s->{stdout} = '';
+	return undef unless $ok;
+	$out =~ s/\Q$mark\E\n//;
+	chomp $out;
+	return $out;
 }
 
 1;
