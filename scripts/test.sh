@@ -42,8 +42,9 @@ PASSES=${PGSS_NG_PASSES:-assert release}
 echo "=== test: installing dependencies"
 bash scripts/install-deps.sh
 
-# t/120_locks_wait_events.pl and t/210_qtext_privacy.pl drive a backend
-# with gdb, run as postgres like the server.  Yama's ptrace_scope 1 (a
+# t/060_tracking_call_rollback.pl, t/120_locks_wait_events.pl and
+# t/210_qtext_privacy.pl drive a backend with gdb, run as postgres like
+# the server.  Yama's ptrace_scope 1 (a
 # debugger may attach to its own descendants only) or 2 (only with
 # CAP_SYS_PTRACE) forbids that: it is lowered to 0 for this run and put
 # back at exit.  3 cannot be lowered before a reboot: those files then
