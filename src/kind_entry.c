@@ -431,7 +431,8 @@ max_pending(PgssNgKind *kind)
 
 /*
  * pgss_ng_kind_lock_entry
- *		For a kind's flush callback: lock the shared entry that ref refers
+ *		For a kind's flush callback (or the kind's own change of an entry
+ *		it holds pending data for): lock the shared entry that ref refers
  *		to exclusively.  Tries without waiting first.  If the lock is busy:
  *		with nowait, returns false (the pending data stays for a later
  *		flush) unless the pending data is older than

@@ -21,7 +21,8 @@
  *
  * Locking: none of its own.  Recording and merging take what
  * pgss_ng_stmt_pending() takes (partition lock, alloc lock for a creation
- * past max) and the info spinlock; the flush takes entry locks (kind
+ * past max, the entry lock without waiting to replace a failed
+ * execution's text) and the info spinlock; the flush takes entry locks (kind
  * layer).  Everything that touches shared memory from a user's statement
  * runs under pgss_ng_kind_guard(): no ERROR escapes, and the lost work is
  * counted as dropped.
@@ -152,8 +153,8 @@ pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
  * merge_note
  *		Add one noted failure to this backend's pending counters, making
  *		the entry if needed (with the noted text, or none); dropped if it
- *		cannot be made.  Errors: those of pgss_ng_stmt_pending(), under the
- *		caller's guard.
+ *		cannot be made.  Errors: those of pgss_ng_stmt_pending_failed(),
+ *		under the caller's guard.
  */
 static void
 merge_note(const PgssNgFailureNote *n)
@@ -166,7 +167,7 @@ merge_note(const PgssNgFailureNote *n)
 	key.dbid = n->dbid;
 	key.queryid = n->queryid;
 	key.toplevel = n->toplevel;
-	p = pgss_ng_stmt_pending(&key, n->text, 0, n->textlen, true);
+	p = pgss_ng_stmt_pending_failed(&key, n->text, n->textlen);
 	if (p == NULL)
 		pgss_ng_stmt_count_dropped(1);
 	else
@@ -371,8 +372,10 @@ count_one(PgssNgPending *p, const PgssNgStore *s)
  * makes sure the entry exists, normalizing the text if it does not: the
  * normalized text can only be computed here.  Otherwise it adds one
  * planning or execution to the backend's pending counters, creating the
- * entry with the statement's own text if needed.  Memory: the normalized
- * text is palloc'd in CurrentMemoryContext and freed before returning.
+ * entry with the statement's own text if needed, or giving that text to
+ * an entry a failed execution made (pgss_ng_stmt_pending).  Memory: the
+ * normalized text is palloc'd in CurrentMemoryContext and freed before
+ * returning.
  */
 static void
 store_guarded(void *arg)
@@ -408,7 +411,7 @@ store_guarded(void *arg)
 	}
 
 	p = pgss_ng_stmt_pending(&key, s->query, s->query_location,
-							 s->query_len, false);
+							 s->query_len);
 	if (p == NULL)
 	{
 		pgss_ng_stmt_count_dropped(1);

@@ -79,6 +79,7 @@ typedef struct StmtInitArg
 	int			location;		/* statement's offset in it (source only) */
 	int			len;			/* statement's length in bytes */
 	bool		cleaned;		/* text is cleaned already: stored as it is */
+	bool		failed;			/* text is a failed execution's */
 } StmtInitArg;
 
 
@@ -223,6 +224,7 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 		text = CleanQuerytext(text, &location, &len);
 	}
 	sh->qtext = pgss_ng_qtext_store(pgss_ng_kind_area(kind), text, len);
+	sh->qtext_failed = ia->failed;
 	sh->encoding = GetDatabaseEncoding();
 	sh->stats_since = now;
 	sh->minmax_stats_since = now;
@@ -400,27 +402,93 @@ stmt_discard_pending(PgssNgEntryRef *ref)
 }
 
 /*
+ * replace_failed_text
+ *		ref's entry was made by a failed execution, with its text: give it
+ *		the text of this successful planning or execution instead (the
+ *		statement in the source string query), as pg_stat_statements keeps
+ *		the first successful one's.  The text is stored with no lock held
+ *		and swapped under the entry lock, taken as a flush without waiting
+ *		takes it (busy: a later execution tries again); the one not kept
+ *		is released after.
+ *		Errors: an out-of-memory ERROR of the text arena, under the
+ *		caller's guard.
+ */
+static void
+replace_failed_text(PgssNgEntryRef *ref, const char *query, int location,
+					int len)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) ref->shared_data;
+	dsa_area   *area = pgss_ng_kind_area(pgss_ng_stmt_kind);
+	const char *text = CleanQuerytext(query, &location, &len);
+	dsa_pointer qtext = pgss_ng_qtext_store(area, text, len);
+	dsa_pointer unused = qtext;
+
+	if (!DsaPointerIsValid(qtext) || !pgss_ng_kind_lock_entry(ref, true))
+	{
+		pgss_ng_qtext_release(area, unused);
+		return;
+	}
+	if (sh->qtext_failed)
+	{
+		unused = sh->qtext;
+		sh->qtext = qtext;
+		sh->qtext_failed = false;
+	}
+	pgss_ng_kind_unlock_entry(ref, 0);
+	pgss_ng_qtext_release(area, unused);
+}
+
+/*
  * pgss_ng_stmt_pending
- *		This backend's pending data for key, making the shared entry if
- *		needed with the statement's text: text is the source string and
- *		(location, len) the statement in it, or, with cleaned, the text to
- *		store as it is (len bytes).  NULL when the entry could not be made
- *		(backstop, out of shared memory): the caller counts what it wanted
- *		to record as dropped.  Errors: those of pgss_ng_kind_get_pending();
+ *		This backend's pending data for key, for a successful planning or
+ *		execution, making the shared entry if needed with the statement's
+ *		text: query is the source string and (location, len) the statement
+ *		in it.  The first count in new pending data of an entry that a
+ *		failed execution made gives it this text (replace_failed_text).
+ *		NULL when the entry could not be made (backstop, out of shared
+ *		memory): the caller counts what it wanted to record as dropped.
+ *		Errors: those of pgss_ng_kind_get_pending() and of the text arena;
  *		call under pgss_ng_kind_guard().  Caller attached.
  */
 PgssNgPending *
-pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *text,
-					 int location, int len, bool cleaned)
+pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *query,
+					 int location, int len)
 {
-	StmtInitArg ia = {.text = text, .location = location, .len = len,
-	.cleaned = cleaned};
+	StmtInitArg ia = {.text = query, .location = location, .len = len};
+	PgssNgEntryRef *ref;
+	PgssNgPending *p;
+
+	ref = pgss_ng_kind_get_pending(pgss_ng_stmt_kind, key, stmt_init, &ia);
+	if (ref == NULL)
+		return NULL;
+	p = (PgssNgPending *) ref->pending;
+	/* the first success (in this pending data) after failures only */
+	if (total_calls(&p->counters) == 0 &&
+		((PgssNgStmtShared *) ref->shared_data)->qtext_failed)
+		replace_failed_text(ref, query, location, len);
+	return p;
+}
+
+/*
+ * pgss_ng_stmt_pending_failed
+ *		This backend's pending data for key, for a failed execution
+ *		(stmt_backend.c's merge of the failure notes), making the shared
+ *		entry if needed with text (len bytes, cleaned already: stored as
+ *		it is).  Such a text is kept only until the entry's first
+ *		successful planning or execution (pgss_ng_stmt_pending).  NULL,
+ *		errors and locks as pgss_ng_stmt_pending().
+ */
+PgssNgPending *
+pgss_ng_stmt_pending_failed(const PgssNgStmtKey *key, const char *text,
+							int len)
+{
+	StmtInitArg ia = {.text = text, .len = len, .cleaned = true,
+	.failed = true};
 	PgssNgEntryRef *ref;
 
 	ref = pgss_ng_kind_get_pending(pgss_ng_stmt_kind, key, stmt_init, &ia);
 	return ref ? (PgssNgPending *) ref->pending : NULL;
 }
-
 
 /*
  * pgss_ng_stmt_create

@@ -6,8 +6,11 @@
  *	  a shared statement entry and of its pending data, the control block,
  *	  the pending lookup and the merge.
  *
- * Locking: PgssNgStmtShared is protected by its entry lock (kind layer);
- * PgssNgStmtControl by its spinlock, except loaded (the writer's alone).
+ * Locking: PgssNgStmtShared is protected by its entry lock (kind layer),
+ * but qtext_failed, set before the entry is published and cleared once
+ * under the lock, may be read without it (a true read is checked again
+ * under the lock); PgssNgStmtControl by its spinlock, except loaded (the
+ * writer's alone).
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +26,12 @@
 /* Kind data of a shared statement entry. */
 typedef struct PgssNgStmtShared
 {
+	/*
+	 * qtext is a failed execution's, until the first successful one
+	 * replaces it.  Read by every store into new pending data: kept next to
+	 * the calls, which the flush that follows writes anyway.
+	 */
+	bool		qtext_failed;
 	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
 	PgssNgHistPair hist;		/* times since minmax_stats_since, by phase */
@@ -95,8 +104,10 @@ stmt_stamp_changed(PgssNgStmtShared *sh)
 /* stmt_kind.c */
 extern void pgss_ng_stmt_count_dropped(int64 n);
 extern PgssNgPending *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
-										   const char *text, int location,
-										   int len, bool cleaned);
+										   const char *query, int location,
+										   int len);
+extern PgssNgPending *pgss_ng_stmt_pending_failed(const PgssNgStmtKey *key,
+												  const char *text, int len);
 extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 								int len);
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
