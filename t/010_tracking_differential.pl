@@ -21,7 +21,9 @@
 # the rarely used compared columns non-zero (temporary and local blocks and
 # their I/O times, wal_buffers_full, JIT where the server has it), and
 # that they are is checked.  Some keys are also checked for the exact
-# counts the workload caused, failures (pgss_ng's errors column) included.
+# counts the workload caused, failures (pgss_ng's errors column) included,
+# and the text of a statement whose first execution failed (that of the
+# first successful one).
 #
 # The scenario runs on three servers: track = top (planning off); track =
 # all with track_planning = on; track = top with track_utility = off and
@@ -602,6 +604,21 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 	(my $toggle_sql = $toggle) =~ s/TRACK/$track/g;
 	$node->safe_psql('postgres', $toggle_sql);
 
+	# A statement without constants whose first execution fails (division
+	# by zero), then succeeds spelled otherwise (same queryid): both keep
+	# the text of the first successful planning or execution.  In one
+	# session (et), and in two (et2: the failure is merged at its
+	# session's exit).
+	$node->safe_psql('postgres',
+		'CREATE TABLE et (x int, y int); INSERT INTO et VALUES (1, 0); '
+		  . 'CREATE TABLE et2 (x int, y int); INSERT INTO et2 VALUES (1, 0)');
+	$node->psql(
+		'postgres', "SELECT x / y FROM et;\nUPDATE et SET y = 1;\nselect X / Y from ET;",
+		on_error_stop => 0);
+	$node->psql('postgres', 'SELECT x / y FROM et2', on_error_stop => 0);
+	$node->safe_psql('postgres', 'UPDATE et2 SET y = 1');
+	$node->safe_psql('postgres', 'select X / Y from ET2');
+
 	# From here on nothing we run is tracked by either extension.
 	local $ENV{PGOPTIONS} = '-c pg_stat_statements.track=none -c pgss_ng.track=none';
 
@@ -693,6 +710,20 @@ CREATE DATABASE db2 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE templ
 			$sum += $_->{$col} for values %$ng;
 			cmp_ok($sum, '>', 0, "$name: $col is non-zero somewhere");
 		}
+	}
+
+	# The statements whose first execution failed: their texts (the
+	# failed run's only where its planning, tracked, succeeded first).
+	for my $t ('et', 'et2')
+	{
+		my $want = $planning eq 'on' ? "SELECT x / y FROM $t" : "select X / Y from \U$t";
+		is( $node->safe_psql(
+				'postgres', qq{
+SELECT n.query || ' | ' || n.calls || ' ' || n.errors || ' | ' || p.query
+FROM pgss_ng n JOIN pg_stat_statements p USING (userid, dbid, queryid, toplevel)
+WHERE lower(n.query) = 'select x / y from $t'}),
+			"$want | 1 1 | $want",
+			"$name: $t: the text of the first successful run, as in pg_stat_statements");
 	}
 
 	# PostgreSQL 18 merges what earlier servers kept apart (each temporary
