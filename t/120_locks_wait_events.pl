@@ -390,10 +390,6 @@ for my $s ($sess_a, $sess_b, $obs)
 	$s->quit;
 }
 
-is($node->safe_psql('postgres', 'SELECT 1'), '1', 'server still answers');
-$node->stop;
-my @errors = grep { /\b(ERROR|FATAL|PANIC|TRAP):|terminated by signal/ }
-  split /\n/, slurp_file($node->logfile);
-is_deeply(\@errors, [], 'no ERROR, FATAL or crash in the server log');
+stop_and_check_log($node);
 
 done_testing();

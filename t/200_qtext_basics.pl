@@ -311,11 +311,6 @@ check_arena('after eviction');
 
 # --- the server is fine ------------------------------------------------------------
 
-is($node->safe_psql('postgres', 'SELECT 1'), '1', 'server still answers');
-$node->stop;
-my $log = slurp_file($node->logfile);
-my @errors = grep { /\b(ERROR|FATAL|PANIC|TRAP):|terminated by signal/ }
-  split /\n/, $log;
-is_deeply(\@errors, [], 'no ERROR, FATAL or crash in the server log');
+stop_and_check_log($node);
 
 done_testing();

@@ -18,7 +18,7 @@ our @EXPORT =
   setup_alice_bob crc32c write_file
   gdb_installed gdb_probe gdb_start gdb_send gdb_wait gdb_stop_re
   stopped_in stopped_or_answered gdb_bt gdb_release library_replaced
-  send_async wait_async);
+  send_async wait_async stop_and_check_log);
 
 # pgss_node($name, %gucs)
 #	Create, initdb and start a node whose postgresql.conf preloads pgss_ng
@@ -122,6 +122,20 @@ GRANT SET ON PARAMETER pgss_ng.track TO alice, bob;
 });
 	create_wide_table($node, 'w', $ncols);
 	$node->safe_psql('postgres', 'GRANT SELECT ON w TO alice, bob');
+	return;
+}
+
+# stop_and_check_log($node)
+#	Check that the server still answers, stop it, and check that its log
+#	has no ERROR, FATAL, PANIC, failed assertion or crash.
+sub stop_and_check_log
+{
+	my ($node) = @_;
+	is($node->safe_psql('postgres', 'SELECT 1'), '1', 'server still answers');
+	$node->stop;
+	my @errors = grep { /\b(ERROR|FATAL|PANIC|TRAP):|terminated by signal/ }
+	  split /\n/, PostgreSQL::Test::Utils::slurp_file($node->logfile);
+	is_deeply(\@errors, [], 'no ERROR, FATAL or crash in the server log');
 	return;
 }
 
