@@ -32,8 +32,11 @@ OBJS = \
 	src/sqlfuncs.o \
 	src/persist.o
 
-EXTENSION = pgss_ng
+# pgss_ng, and pgss_ng_compat: pg_stat_statements' objects (those of this
+# server's own version) served from pgss_ng's, for monitoring tools.
+EXTENSION = pgss_ng pgss_ng_compat
 DATA = pgss_ng--1.0.sql
+DATA_built = pgss_ng_compat--1.0.sql
 PGFILEDESC = "pgss_ng - scalable tracking of statement statistics"
 
 # ASSERTS=1 enables the extension's own Assert()s (scripts/test.sh runs
@@ -84,6 +87,15 @@ override autodepend = yes
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# pgss_ng_compat's install script differs by server version: made from
+# its template for this server's major version, at every make (a tree
+# built for another version before must not install that one's), but
+# rewritten only when it changes.
+.PHONY: FORCE
+pgss_ng_compat--1.0.sql: pgss_ng_compat.sql.in scripts/compat-sql.pl FORCE
+	perl $(srcdir)/scripts/compat-sql.pl $(MAJORVERSION) $(srcdir)/pgss_ng_compat.sql.in > $@.tmp
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 PG_REGRESS_BIN = $(pgxsdir)/src/test/regress/pg_regress
 PROVE_FLAGS ?= --verbose --timer
