@@ -124,7 +124,8 @@ CREATE FUNCTION pgss_ng_info(
     OUT qtext_bytes bigint,
     OUT qtext_limit_bytes bigint,
     OUT qtext_count bigint,
-    OUT qtext_dropped bigint
+    OUT qtext_dropped bigint,
+    OUT entries_evicted bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'

@@ -228,8 +228,9 @@ typedef struct PgssNgKindCounters
 	int64		entries;		/* live entries */
 	int64		entries_allocated;	/* live + removed not yet freed */
 	int64		entries_max;	/* max as this backend sees it */
-	int64		dealloc;		/* entries evicted */
+	int64		dealloc;		/* eviction runs that evicted entries */
 	int64		backstop_skips; /* creations refused at the backstop */
+	int64		entries_evicted;	/* entries evicted */
 } PgssNgKindCounters;
 
 extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
@@ -237,6 +238,7 @@ extern void pgss_ng_kind_set_max_entries(PgssNgKind *kind, int max_entries);
 extern int	pgss_ng_kind_max_entries(PgssNgKind *kind);
 extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
 extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
+										  int64 entries_evicted,
 										  int64 backstop_skips);
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
 extern bool pgss_ng_kind_alloc_backing_off(PgssNgKind *kind);

@@ -20,9 +20,10 @@
  * live + removed bodies not yet freed; creation (kind_entry.c) refuses
  * bodies beyond it.
  *
- * Owns: PgssNgKindControl.dealloc (evictions counted); the usage and
- * usage_time of bodies are written by flushes (kind_entry.c) and read
- * here.  Whoever releases the last reference to a body frees it here
+ * Owns: PgssNgKindControl.dealloc (eviction runs that evicted entries,
+ * pg_stat_statements' meaning) and entries_evicted (entries they
+ * evicted); the usage and usage_time of bodies are written by flushes
+ * (kind_entry.c) and read here.  Whoever releases the last reference to a body frees it here
  * (kind_release_ref), counting it out of entries_allocated.
  *
  * Locking: <name>_dealloc serializes removals (eviction, reset); eviction
@@ -349,8 +350,9 @@ needs_room(PgssNgKind *kind)
  * than wanted (a victim may be gone or in use by the time it is
  * removed; if more than that are, this round evicts fewer and a later
  * one the rest); their sort runs with no lock but <name>_dealloc;
- * victims are then removed one by one (evict_victim).  Each eviction
- * counts in dealloc.
+ * victims are then removed one by one (evict_victim).  A run that
+ * evicted entries counts one in dealloc, and each entry it evicted one in
+ * entries_evicted.
  * Memory: a temporary context under CurrentMemoryContext, deleted before
  * returning.  Errors: out of memory (caller's guard releases the locks).
  */
@@ -423,7 +425,11 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 		if (for_room && !needs_room(kind))
 			break;
 	}
-	pg_atomic_fetch_add_u64(&ctl->dealloc, nevicted);
+	if (nevicted > 0)
+	{
+		pg_atomic_fetch_add_u64(&ctl->dealloc, 1);
+		pg_atomic_fetch_add_u64(&ctl->entries_evicted, nevicted);
+	}
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

@@ -94,7 +94,8 @@ typedef struct PgssNgKindControl
 	pg_atomic_uint32 entries_live;	/* entries in the hash */
 	pg_atomic_uint32 entries_allocated; /* bodies, incl. removed ones */
 	pg_atomic_uint64 next_generation;
-	pg_atomic_uint64 dealloc;	/* entries evicted */
+	pg_atomic_uint64 dealloc;	/* eviction runs that evicted entries */
+	pg_atomic_uint64 entries_evicted;	/* entries those runs evicted */
 	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
 	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
 								 * (kind_guard.c, lookup_or_create) */

@@ -150,6 +150,7 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 	out->entries_allocated = pg_atomic_read_u32(&ctl->entries_allocated);
 	out->entries_max = kind->max_entries;
 	out->dealloc = (int64) pg_atomic_read_u64(&ctl->dealloc);
+	out->entries_evicted = (int64) pg_atomic_read_u64(&ctl->entries_evicted);
 	out->backstop_skips = (int64) pg_atomic_read_u64(&ctl->backstop_skips);
 }
 
@@ -177,21 +178,25 @@ pgss_ng_kind_max_entries(PgssNgKind *kind)
  */
 void
 pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
-							  int64 backstop_skips)
+							  int64 entries_evicted, int64 backstop_skips)
 {
 	pg_atomic_fetch_add_u64(&kind->ctl->dealloc, (uint64) dealloc);
+	pg_atomic_fetch_add_u64(&kind->ctl->entries_evicted,
+							(uint64) entries_evicted);
 	pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips,
 							(uint64) backstop_skips);
 }
 
 /*
  * pgss_ng_kind_reset_counters
- *		Restart the event counters (dealloc, backstop_skips).
+ *		Restart the event counters (dealloc, entries_evicted,
+ *		backstop_skips).
  */
 void
 pgss_ng_kind_reset_counters(PgssNgKind *kind)
 {
 	pg_atomic_write_u64(&kind->ctl->dealloc, 0);
+	pg_atomic_write_u64(&kind->ctl->entries_evicted, 0);
 	pg_atomic_write_u64(&kind->ctl->backstop_skips, 0);
 }
 

@@ -335,17 +335,18 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
  * pgss_ng_info
  *		One row of extension-wide counters: dealloc, stats_reset, entries,
  *		dropped, entries_allocated, entries_max, backstop_skips,
- *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped (see
- *		README); qtext_bytes, qtext_count and qtext_dropped are NULL for
- *		roles without the privileges of pg_read_all_stats.
+ *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
+ *		entries_evicted (see README); qtext_bytes, qtext_count and
+ *		qtext_dropped are NULL for roles without the privileges of
+ *		pg_read_all_stats.
  *		Errors: library not preloaded.
  */
 Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[11];
-	bool		nulls[11];
+	Datum		values[12];
+	bool		nulls[12];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -383,6 +384,7 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 		nulls[i++] = true;
 		nulls[i++] = true;
 	}
+	values[i++] = Int64GetDatum(info.kind.entries_evicted);
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -227,7 +227,7 @@ typedef void (*PgssNgStmtEmitFn) (const PgssNgStmtSnapshot *es, void *arg);
 /* A reader's copy of the info counters, as pgss_ng_info shows them. */
 typedef struct PgssNgInfoSnapshot
 {
-	PgssNgKindCounters kind;	/* entries, dealloc, backstop_skips... */
+	PgssNgKindCounters kind;	/* entries, dealloc, entries_evicted... */
 	int64		dropped;		/* plannings/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 	PgssNgQtextStats qtext;		/* the text arena */

@@ -244,10 +244,10 @@ reset_minmax(void *shared_data, void *arg)
  *		with minmax_only, keep them and restart their min/max times and
  *		time histograms instead.
  *		Resetting everything also restarts the event counters of
- *		pgss_ng_info (dealloc, dropped, backstop_skips, qtext_dropped,
- *		stats_reset).  Counts still pending in other backends for removed
- *		entries are discarded when they flush: they were made before the
- *		reset.  Returns the time of the reset.  Locks: the kind layer's
+ *		pgss_ng_info (dealloc, entries_evicted, dropped, backstop_skips,
+ *		qtext_dropped, stats_reset).  Counts still pending in other
+ *		backends for removed entries are discarded when they flush: they
+ *		were made before the reset.  Returns the time of the reset.  Locks: the kind layer's
  *		(see pgss_ng_kind_remove_matching, pgss_ng_kind_update_matching),
  *		then the info spinlock.
  */

@@ -71,6 +71,7 @@ pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &kc);
 	memset(out, 0, sizeof(*out));
 	out->dealloc = kc.dealloc;
+	out->entries_evicted = kc.entries_evicted;
 	out->backstop_skips = kc.backstop_skips;
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 	out->dropped = pgss_ng_stmt_ctl->dropped;
@@ -82,7 +83,7 @@ void
 pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in)
 {
 	pgss_ng_kind_restore_counters(pgss_ng_stmt_kind, in->dealloc,
-								  in->backstop_skips);
+								  in->entries_evicted, in->backstop_skips);
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_stmt_ctl->dropped += in->dropped;
 	pgss_ng_stmt_ctl->stats_reset = in->stats_reset;

@@ -44,17 +44,18 @@
  * last_executed; 3: the counters of 1.12 (shared/local block times,
  * wal_buffers_full, jit_deform_*, parallel_workers_*); 4: plus the time
  * histograms and CPU times; 5: the header holds the sizes of the info
- * block and of an entry record.
+ * block and of an entry record; 6: dealloc counts eviction runs, and
+ * entries_evicted (added to the info block) the entries.
  */
-#define PGSS_NG_FILE_VERSION	5
+#define PGSS_NG_FILE_VERSION	6
 
 /*
- * The layout of version 5 on 64-bit builds (checked in stmt_saved.c):
+ * The layout of version 6 on 64-bit builds (checked in stmt_saved.c):
  * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), and the fingerprint
  * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
  * of what it contains.
  */
-#define PGSS_NG_SAVED_INFO_SIZE		32
+#define PGSS_NG_SAVED_INFO_SIZE		40
 #define PGSS_NG_STMT_RECORD_SIZE	1520
 #define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(266140)
 
@@ -68,6 +69,7 @@ typedef struct PgssNgSavedInfo
 	int64		dropped;
 	int64		backstop_skips;
 	TimestampTz stats_reset;
+	int64		entries_evicted;
 } PgssNgSavedInfo;
 
 /*

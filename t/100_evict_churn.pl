@@ -15,8 +15,10 @@
 #     (entries_allocated = entries);
 #   - the 20 hot statements were never evicted: each is there once, with
 #     calls and rows exactly equal to its executions;
-#   - dealloc > 0, and every entry made since the reset was either evicted
-#     or is still there (dealloc + entries = entries made);
+#   - eviction ran (dealloc > 0, each run evicting at least one entry:
+#     entries_evicted >= dealloc), and every entry made since the reset
+#     was either evicted or is still there (entries_evicted + entries =
+#     entries made);
 #   - nothing counted was lost except the executions of statements whose
 #     entry the backstop refused (dropped = backstop_skips).
 use strict;
@@ -153,19 +155,22 @@ cmp_ok($max_alloc, '>=', $max - $max * 5 / 100,
 wait_for_clients_gone($node, 'all client backends have exited');
 
 # Read everything in one statement, made before this statement's own entry.
-my ($dealloc, $entries, $alloc, $skips, $dropped) = split /\|/,
+my ($dealloc, $evicted, $entries, $alloc, $skips, $dropped) = split /\|/,
   $node->safe_psql('postgres',
-	'SELECT dealloc, entries, entries_allocated, backstop_skips, dropped
+	'SELECT dealloc, entries_evicted, entries, entries_allocated,
+			backstop_skips, dropped
 	 FROM pgss_ng_info');
-note("dealloc $dealloc, entries $entries, entries_allocated $alloc, "
-	  . "backstop_skips $skips, dropped $dropped");
+note("dealloc $dealloc, entries_evicted $evicted, entries $entries, "
+	  . "entries_allocated $alloc, backstop_skips $skips, dropped $dropped");
 
-cmp_ok($dealloc, '>', 0, 'entries were evicted (dealloc > 0)');
+cmp_ok($dealloc, '>', 0, 'eviction ran (dealloc > 0)');
+cmp_ok($evicted, '>=', $dealloc,
+	'each eviction run evicted entries (entries_evicted >= dealloc)');
 # Made since the reset: the reset statement's entry, the hot ones, the
 # cold ones minus those the backstop refused (a cold statement is tried
 # once, at the end of its only execution), and the poll's.
-is($dealloc + $entries, 1 + $nhot + $ncold - $skips + 1,
-	'dealloc + entries = entries made since the reset');
+is($evicted + $entries, 1 + $nhot + $ncold - $skips + 1,
+	'entries_evicted + entries = entries made since the reset');
 # Evicted entries are never ones some backend holds counts for, and no
 # cold statement runs twice: the only executions not recorded are those
 # whose entry the backstop refused.

@@ -50,15 +50,16 @@ $script .= join('', map { stmt($_) . ";\n" } 51 .. 100);
 $node->safe_psql('postgres', $script);
 
 is($node->safe_psql('postgres',
-		'SELECT entries, dealloc FROM pgss_ng_info'),
-	'100|0', '100 entries, none evicted yet');
+		'SELECT entries, dealloc, entries_evicted FROM pgss_ng_info'),
+	'100|0|0', '100 entries, none evicted yet');
 
 # The 101st entry, from a fresh session.
 $node->safe_psql('postgres', 'SET pgss_ng.track = top; ' . stmt(101));
 
 is($node->safe_psql('postgres',
-		'SELECT entries, dealloc FROM pgss_ng_info'),
-	'96|5', 'the 101st entry evicted a batch of 5');
+		'SELECT entries, dealloc, entries_evicted FROM pgss_ng_info'),
+	'96|1|5',
+	'the 101st entry evicted a batch of 5 in one run (dealloc 1)');
 
 my %present = map { $_ => 1 } split /\n/,
   $node->safe_psql('postgres',

@@ -14,7 +14,8 @@
 #     more than the arena holds: qtext_bytes, sampled after every statement
 #     pair, never exceeds the cap and reaches the eviction mark (1/8 of
 #     the cap kept free); no text was dropped: room was made by evicting
-#     entries (counted in dealloc); every one of the 600 entries left has
+#     entries (counted in entries_evicted, their runs in dealloc); every
+#     one of the 600 entries left has
 #     calls = 2 and its exact text (none NULL);
 #   - qtext_count always equals the number of distinct texts in the view;
 #   - a full reset frees every text (only the reset statement's own
@@ -202,8 +203,12 @@ cmp_ok($maxb, '>', $limit - $limit / 8 - 2500,
 	'the arena was filled up to its eviction mark');
 is($node->safe_psql('postgres', 'SELECT qtext_dropped FROM pgss_ng_info'),
 	$dropped0 + 1, 'no long text was dropped: room was made');
-my $dealloc_long = $node->safe_psql('postgres', 'SELECT dealloc FROM pgss_ng_info');
-cmp_ok($dealloc_long, '>', 0, 'entries were evicted to make room (dealloc)');
+my ($dealloc_long, $evicted_long) = split /\|/,
+  $node->safe_psql('postgres',
+	'SELECT dealloc, entries_evicted FROM pgss_ng_info');
+cmp_ok($dealloc_long, '>', 0, 'eviction ran to make room (dealloc)');
+cmp_ok($evicted_long, '>=', $dealloc_long,
+	'each run evicted entries (entries_evicted >= dealloc)');
 
 # Their query ids, in order, with tracking off.
 my @qid = $node->safe_psql('postgres',
@@ -251,7 +256,7 @@ is_deeply(\@bad, [],
 	'every long statement left has calls = 2 and its exact text or NULL');
 is($nnull, 0, 'no long statement has query NULL');
 cmp_ok($ngone, '>', 0, 'some long statements were evicted');
-cmp_ok($ngone, '<=', $dealloc_long, 'each one counted in dealloc');
+cmp_ok($ngone, '<=', $evicted_long, 'each one counted in entries_evicted');
 cmp_ok($ntext, '>', 0, 'some long statements have their text');
 check_arena('after overflowing the arena');
 
@@ -274,9 +279,9 @@ $node->safe_psql(
 SELECT format('SELECT c%s, c%s FROM w', i, j)
 FROM generate_series(1, 50) i, generate_series(1, 20) j \gexec
 });
-my ($entries0, $dealloc0) = split /\|/,
+my ($entries0, $evicted0) = split /\|/,
   $node->safe_psql('postgres',
-	'SELECT entries, dealloc, backstop_skips FROM pgss_ng_info');
+	'SELECT entries, entries_evicted, backstop_skips FROM pgss_ng_info');
 cmp_ok($entries0, '>=', 1000, "~1000 entries before lowering max ($entries0)");
 check_arena('before lowering max');
 
@@ -292,15 +297,15 @@ my @new = map { "SELECT c$_, c@{[$_ + 1]}, c@{[$_ + 2]}, c@{[$_ + 3]} FROM w" }
   1 .. 3;
 $node->safe_psql('postgres', $_) for @new;
 # This statement ran before: it reads the state the new statements left.
-my ($entries1, $dealloc1, $skips1) = split /\|/,
+my ($entries1, $evicted1, $skips1) = split /\|/,
   $node->safe_psql('postgres',
-	'SELECT entries, dealloc, backstop_skips FROM pgss_ng_info');
-note("entries $entries0 -> $entries1, dealloc $dealloc0 -> $dealloc1, "
-	  . "backstop_skips $skips1");
+	'SELECT entries, entries_evicted, backstop_skips FROM pgss_ng_info');
+note("entries $entries0 -> $entries1, entries_evicted $evicted0 -> "
+	  . "$evicted1, backstop_skips $skips1");
 cmp_ok($entries1, '<=', 100,
 	'entries <= 100 after lowering max and running new statements');
-cmp_ok($dealloc1 - $dealloc0, '>=', $entries0 - 100,
-	'dealloc grew by at least the entries over the new max');
+cmp_ok($evicted1 - $evicted0, '>=', $entries0 - 100,
+	'entries_evicted grew by at least the entries over the new max');
 is( $node->safe_psql(
 		'postgres', q{
 		SELECT count(*) FROM pgss_ng

@@ -56,8 +56,9 @@ sub snapshot
 	my $rows = quiet_psql(
 		'SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel');
 	my $info = quiet_psql(
-		'SELECT dealloc, stats_reset, entries, dropped, entries_max, '
-		  . 'backstop_skips, qtext_bytes, qtext_count FROM pgss_ng_info');
+		'SELECT dealloc, entries_evicted, stats_reset, entries, dropped, '
+		  . 'entries_max, backstop_skips, qtext_bytes, qtext_count '
+		  . 'FROM pgss_ng_info');
 	return ($rows, $info);
 }
 

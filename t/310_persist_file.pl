@@ -1,12 +1,12 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 5, the server's major, the
+# - Its header: magic "PGNG", format version 6, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
 #   that many bytes, then its entry's query text.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (4: before the record sizes in the
-#   header), an entry record size that is not this build's (a record
+#   magic, an older format version (5: dealloc counting entries, no
+#   entries_evicted), an entry record size that is not this build's (a record
 #   layout changed without a version bump), a PostgreSQL major pgss_ng
 #   never supported (14) and another
 #   supported one (a file carried over by pg_upgrade), empty, shorter
@@ -20,8 +20,8 @@
 #   calls each) are kept with their calls, and entries stay <= 100 as new
 #   statements come.
 # - Across 5 clean restarts with the same statements (run again each time)
-#   the file size does not change, and pgss_ng_info (dealloc included)
-#   survives each one.
+#   the file size does not change, and pgss_ng_info (dealloc and
+#   entries_evicted included, both non-zero) survives each one.
 #
 # Views are read with pgss_ng.track = none, so reading counts nothing.
 use strict;
@@ -56,8 +56,9 @@ sub snapshot
 	return quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel')
 	  . "\n"
 	  . quiet_psql(
-		'SELECT dealloc, stats_reset, entries, dropped, entries_max, '
-		  . 'backstop_skips, qtext_bytes, qtext_count FROM pgss_ng_info');
+		'SELECT dealloc, entries_evicted, stats_reset, entries, dropped, '
+		  . 'entries_max, backstop_skips, qtext_bytes, qtext_count '
+		  . 'FROM pgss_ng_info');
 }
 
 # Number of entries the writer logged as restored after log offset $pos.
@@ -101,7 +102,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 5, 'header: format version 5');
+is($version, 6, 'header: format version 6');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -147,8 +148,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 4) . substr($good, 8),
-		qr/^format version 4, expected 5$/
+		substr($good, 0, 4) . pack('L', 5) . substr($good, 8),
+		qr/^format version 5, expected 6$/
 	],
 	[
 		'entry record size of another layout',
@@ -267,8 +268,8 @@ $sql .= "SELECT c$_ FROM pf_new;\n" for 1 .. 30;
 $node->safe_psql('postgres', $sql);
 cmp_ok(quiet_psql('SELECT entries FROM pgss_ng_info'), '<=', 100,
 	'max = 100: entries <= 100 after 30 new statements');
-cmp_ok(quiet_psql('SELECT dealloc FROM pgss_ng_info'), '>', 0,
-	'max = 100: eviction counted in dealloc');
+is(quiet_psql('SELECT dealloc > 0 AND entries_evicted = 5 * dealloc FROM pgss_ng_info'),
+	't', 'max = 100: each eviction run (dealloc) evicted a batch of 5');
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 	'max = 100: the hot statements survive eviction');
 

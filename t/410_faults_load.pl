@@ -9,7 +9,8 @@
 #    client each statement 10 times (60 kB of text: it fits).  Then they
 #    run 200 cold statements, three times each, plus one statement longer
 #    than the whole arena.  The cold texts are more than the arena holds:
-#    entries are evicted to make room (dealloc > 0), least valuable first,
+#    entries are evicted to make room (entries_evicted >= dealloc > 0),
+#    least valuable first,
 #    so never a hot entry (usage 41 against at most 4 for a cold one, which
 #    decay would take minutes to undo): each hot statement keeps exactly 40
 #    calls and its exact text.  The executions of evicted cold entries are
@@ -24,12 +25,13 @@
 # 2. Entry site (pgss_ng.max = 100, backstop 200): one DO block runs 600
 #    distinct nested statements (track = all): one backend holds at most
 #    max/4 references (early flushes), so eviction keeps up and nothing is
-#    refused (dealloc + entries = 601).  The backstop itself: 8 sessions
+#    refused (entries_evicted + entries = 601).  The backstop itself: 8 sessions
 #    each keep 25 references after a failed DO block, a reset leaves 200
 #    referenced bodies allocated, and 5 new statements are refused and
 #    counted (backstop_skips = dropped = 5) until the holders flush.  Then
 #    1000 distinct top-level statements: evicted as they come
-#    (dealloc + entries = 1000, nothing dropped, entries <= 100).
+#    (entries_evicted + entries = 1000, 5 entries per eviction run
+#    (dealloc), nothing dropped, entries <= 100).
 # 3. Errors and cancels: nested statements of a function that then raises
 #    are counted exactly once the session runs its next statement, the
 #    failures in errors (no call); a reset
@@ -235,9 +237,10 @@ my $bad_log = qr/TRAP:|PANIC:|pgss_ng could not|\bERROR:/;
 		'text site: 20 hot statements, 40 calls each, exact texts');
 	$run->('first', sub { $cold_lines->($_[0], 1) });
 
-	my ($qb, $ql, $qc, $qd, $dropped, $dealloc) = split /\|/,
+	my ($qb, $ql, $qc, $qd, $dropped, $dealloc, $evicted) = split /\|/,
 	  info($node,
-		'qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped, dropped, dealloc');
+		'qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped, dropped, '
+		  . 'dealloc, entries_evicted');
 	is($ql, 256 * 1024, 'qtext_limit_bytes = 256kB');
 	cmp_ok($qb, '<=', $ql, "qtext_bytes $qb <= qtext_limit_bytes");
 	is($dropped, 0, 'no execution dropped');
@@ -245,8 +248,10 @@ my $bad_log = qr/TRAP:|PANIC:|pgss_ng could not|\bERROR:/;
 	  check($node, $rows_sql);
 	is($nhot, 20,
 		'text site: every hot statement kept, 40 calls, exact text');
-	cmp_ok($dealloc, '>', 0, 'text site: entries were evicted to make room');
-	cmp_ok($ncold + $dealloc, '>=', 201,
+	cmp_ok($dealloc, '>', 0, 'text site: eviction ran to make room');
+	cmp_ok($evicted, '>=', $dealloc,
+		'text site: each eviction run evicted entries');
+	cmp_ok($ncold + $evicted, '>=', 201,
 		'text site: 201 cold statements, each kept or evicted');
 	is($nbadcalls, 0, 'text site: every cold entry left counted 1 to 3 times');
 	cmp_ok($qd, '>=', 1, 'text site: the huge text was not stored');
@@ -297,12 +302,12 @@ my $bad_log = qr/TRAP:|PANIC:|pgss_ng could not|\bERROR:/;
 
 	$run->('hot2', $hot_lines);
 	$run->('second', sub { $cold_lines->($_[0], 0) });
-	($qb, $qc, $dealloc) = split /\|/,
-	  info($node, 'qtext_bytes, qtext_count, dealloc');
+	($qb, $qc, $evicted) = split /\|/,
+	  info($node, 'qtext_bytes, qtext_count, entries_evicted');
 	($nhot, $ncold, $nbadcalls, $nnull, $nexact) = split /\|/,
 	  check($node, $rows_sql);
 	is($nhot, 20, 'text site: second run: hot statements kept, 40 calls each');
-	cmp_ok($dealloc, '>', 0, 'text site: second run: entries evicted');
+	cmp_ok($evicted, '>', 0, 'text site: second run: entries evicted');
 	cmp_ok($qb, '>', $ql - $ql / 8 - 2 * $len,
 		'text site: the second run fills the arena to the mark again');
 	cmp_ok($qb, '<=', $ql, 'text site: second run: qtext_bytes <= the cap');
@@ -344,12 +349,14 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 	# eviction keeps up: nothing is refused, everything made is either
 	# live or evicted (600 nested statements + the DO block itself).
 	{
-		my ($skips, $dropped, $dealloc, $entries, $alloc) = split /\|/,
+		my ($skips, $dropped, $evicted, $entries, $alloc) = split /\|/,
 		  info($node,
-			'backstop_skips, dropped, dealloc, entries, entries_allocated');
+			'backstop_skips, dropped, entries_evicted, entries, '
+			  . 'entries_allocated');
 		is("$skips $dropped", '0 0',
 			'entry site: one session cannot fill the backstop');
-		is($dealloc + $entries, 601, 'entry site: dealloc + entries = 601');
+		is($evicted + $entries, 601,
+			'entry site: entries_evicted + entries = 601');
 		cmp_ok($entries, '<=', 100,
 			'entry site: entries <= max after the block');
 		is($alloc, $entries, 'entry site: entries_allocated = entries');
@@ -418,10 +425,14 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 		  @pairs[ 1000 .. 1999 ]);
 	ok_psql($node, $sql, 'entry site: 1000 distinct top-level statements',
 		extra => [ '-o', '/dev/null' ]);
-	my ($dealloc, $entries, $alloc, $skips, $dropped) = split /\|/,
+	my ($dealloc, $evicted, $entries, $alloc, $skips, $dropped) = split /\|/,
 	  info($node,
-		'dealloc, entries, entries_allocated, backstop_skips, dropped');
-	is($dealloc + $entries, 1000, 'entry site: dealloc + entries = 1000');
+		'dealloc, entries_evicted, entries, entries_allocated, '
+		  . 'backstop_skips, dropped');
+	is($evicted + $entries, 1000,
+		'entry site: entries_evicted + entries = 1000');
+	is($evicted, 5 * $dealloc,
+		'entry site: each eviction run (dealloc) evicted a batch of 5');
 	is("$skips $dropped", '0 0', 'entry site: nothing refused or dropped');
 	cmp_ok($entries, '<=', 100, 'entry site: entries <= max');
 	is($alloc, $entries, 'entry site: entries_allocated = entries');
@@ -724,13 +735,13 @@ COMMIT;
 			'reload: a statement after the last reload'),
 		"100\n0",
 		'reload: new sessions see max = 100');
-	my ($dealloc, $entries, $alloc, $emax) = split /\|/,
-	  info($rnode, 'dealloc, entries, entries_allocated, entries_max');
-	note("reload: dealloc $dealloc, entries $entries, allocated $alloc");
+	my ($evicted, $entries, $alloc, $emax) = split /\|/,
+	  info($rnode, 'entries_evicted, entries, entries_allocated, entries_max');
+	note("reload: entries_evicted $evicted, entries $entries, allocated $alloc");
 	is($emax, 100, 'reload: entries_max = 100');
 	cmp_ok($entries, '<=', 100, 'reload: entries <= new max');
 	is($alloc, $entries, 'reload: entries_allocated = entries');
-	cmp_ok($dealloc, '>', 0, 'reload: entries were evicted');
+	cmp_ok($evicted, '>', 0, 'reload: entries were evicted');
 
 	# 6. Lowering max when only new statements follow.  601 entries under
 	# max = 1000, then max = 100 (backstop 200), then 20 new statements,
