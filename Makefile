@@ -14,6 +14,7 @@
 MODULE_big = pgss_ng
 OBJS = \
 	src/pgss_ng.o \
+	src/contrib_gucs.o \
 	src/measure.o \
 	src/kind_entry.o \
 	src/kind_shmem.o \

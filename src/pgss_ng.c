@@ -37,6 +37,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "contrib_gucs.h"
 #include "measure.h"
 #include "persist.h"
 #include "qtext.h"
@@ -130,8 +131,9 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
  * _PG_init
  *		When preloaded: let each module define its GUCs (the hooks' own
  *		here; pgss_ng.track_cpu in measure.c, pgss_ng.max in stmt_kind.c,
- *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c)
- *		and install the hooks.
+ *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c),
+ *		then the pg_stat_statements.* mirrors of some of them for tools
+ *		(contrib_gucs.c), and install the hooks.
  *
  * Loaded without shared_preload_libraries (e.g. by CREATE EXTENSION), the
  * module installs nothing; its SQL functions then raise an ERROR.
@@ -180,6 +182,9 @@ _PG_init(void)
 
 	/* the writer's GUC and worker */
 	pgss_ng_persist_init();
+
+	/* last: they show the GUCs above (unless pg_stat_statements is loaded) */
+	pgss_ng_contrib_gucs_init();
 
 	MarkGUCPrefixReserved("pgss_ng");
 
