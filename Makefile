@@ -68,7 +68,8 @@ REGRESS = \
 	020_bad_input \
 	021_literals \
 	022_security \
-	030_histogram
+	030_histogram \
+	040_compat
 # The module must be in shared_preload_libraries, so the suite cannot run
 # against an arbitrary installed server: only on its own temp instance.
 NO_INSTALLCHECK = 1

@@ -19,6 +19,8 @@
 --     schema, succeeds in another (both sets exist, search_path decides).
 --   * Relocating either extension keeps the objects working.
 --
+-- Expected output: one expected output for every server version.
+--
 
 -- contrib's extension exists in this database: refused (the context lines
 -- differ by server version)

@@ -27,26 +27,22 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgssNgTest;
 
 my $mirrors_sql = q{
 SELECT name, setting, vartype, context FROM pg_settings
 WHERE name LIKE 'pg\_stat\_statements.%' ORDER BY name};
 
-my $node = PostgreSQL::Test::Cluster->new('compat_settings');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 1234
-pgss_ng.track = all
-pgss_ng.track_utility = off
-pgss_ng.track_planning = on
-pgss_ng.save = off
-# left over from pg_stat_statements
-pg_stat_statements.track = top
-pg_stat_statements.max = 9999
-});
-$node->start;
+my $node = pgss_node(
+	'compat_settings',
+	'pgss_ng.max' => 1234,
+	'pgss_ng.track' => 'all',
+	'pgss_ng.track_utility' => 'off',
+	'pgss_ng.track_planning' => 'on',
+	'pgss_ng.save' => 'off',
+	# left over from pg_stat_statements
+	'pg_stat_statements.track' => 'top',
+	'pg_stat_statements.max' => 9999);
 
 # -- the mirrors ------------------------------------------------------------
 
@@ -158,10 +154,7 @@ $node->stop;
 
 # -- pgss_ng not preloaded ------------------------------------------------------
 
-my $bare = PostgreSQL::Test::Cluster->new('compat_not_preloaded');
-$bare->init;
-$bare->append_conf('postgresql.conf', "shared_preload_libraries = ''");
-$bare->start;
+my $bare = pgss_node('compat_not_preloaded', shared_preload_libraries => '');
 is( $bare->safe_psql(
 		'postgres',
 		q{SELECT count(*) FROM pg_settings

@@ -21,16 +21,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use PgssNgTest;
 
-my $node = PostgreSQL::Test::Cluster->new('compat_objects');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.max = 100
-pgss_ng.track = top
-pgss_ng.save = off
-});
-$node->start;
+my $node = pgss_node(
+	'compat_objects',
+	'pgss_ng.max' => 100,
+	'pgss_ng.track' => 'top',
+	'pgss_ng.save' => 'off');
 
 $node->safe_psql(
 	'postgres', q{
