@@ -90,6 +90,13 @@ for my $r (@releases)
 	push @running, $r;
 }
 
+# Stop the exporters however the test ends (a failed safe_psql dies).
+END
+{
+	local $?;
+	$_->{handle}->kill_kill for @running;
+}
+
 # scrape($r): the exporter's /metrics, parsed into a list of
 # { name, labels => {...}, value }.  Waits for the exporter to listen.
 my $http = HTTP::Tiny->new(timeout => $PostgreSQL::Test::Utils::timeout_default);
@@ -211,11 +218,7 @@ for my $r (@running)
 	}
 }
 
-for my $r (@running)
-{
-	$r->{handle}->kill_kill;
-	note("$r->{version} log:\n" . slurp_file($r->{log}));
-}
+note("$_->{version} log:\n" . slurp_file($_->{log})) for @running;
 $node->stop;
 note("server $major, target " . compat_target());
 done_testing();
