@@ -53,7 +53,6 @@ my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $node = start_compat_node('exporter');
 my $own = own_view();
 my $major = server_major($node);
-$node->safe_psql('postgres', compat_target() eq 'pgss_ng' ? 'CREATE EXTENSION pgss_ng' : 'SELECT 1');
 $node->safe_psql('postgres', 'CREATE ROLE prom LOGIN IN ROLE pg_monitor');
 
 # ------------------------------------------------------------ exporters
