@@ -134,6 +134,17 @@ for my $metric (sort keys %pgwatch_keys)
 }
 
 # ------------------------------------------------------------- Datadog
+# own_value($sql): what $sql, a query of pgss_ng's, returns; in the contrib
+# run the same with pgss_ng's names replaced by contrib's.
+sub own_value
+{
+	my ($sql) = @_;
+	$sql =~ s/pgss_ng\.max/pg_stat_statements.max/g,
+	  $sql =~ s/pgss_ng_info/pg_stat_statements_info/g
+	  if compat_target() eq 'contrib';
+	return $node->safe_psql('postgres', $sql);
+}
+
 # settings.py's PG_SETTINGS_QUERY; statements.py reads pg_stat_statements.max
 # (and track_io_timing) from the settings too.
 my (undef, $settings) = tool_query('datadog',
@@ -141,10 +152,7 @@ my (undef, $settings) = tool_query('datadog',
 my $max = rows_with($settings, 'name', 'pg_stat_statements.max');
 is(scalar @$max, 1, 'Datadog: pg_stat_statements.max is in pg_settings');
 is($max->[0]{setting},
-	$node->safe_psql('postgres',
-		compat_target() eq 'pgss_ng'
-		? "SELECT current_setting('pgss_ng.max')"
-		: "SELECT current_setting('pg_stat_statements.max')"),
+	own_value("SELECT current_setting('pgss_ng.max')"),
 	'Datadog: pg_stat_statements.max is the number of entries kept');
 
 my (undef, $count) = tool_query('datadog', 'SELECT COUNT(*) FROM pg_stat_statements(false)');
@@ -152,10 +160,7 @@ ok($count->[0]{count} >= 1, 'Datadog: PG_STAT_STATEMENTS_COUNT_QUERY counts entr
 
 my (undef, $dealloc) = tool_query('datadog', 'SELECT dealloc FROM pg_stat_statements_info');
 is($dealloc->[0]{dealloc},
-	$node->safe_psql('postgres',
-		compat_target() eq 'pgss_ng'
-		? 'SELECT dealloc FROM pgss_ng_info'
-		: 'SELECT dealloc FROM pg_stat_statements_info'),
+	own_value('SELECT dealloc FROM pgss_ng_info'),
 	'Datadog: PG_STAT_STATEMENTS_DEALLOC is the eviction runs');
 
 # statements_query(): STATEMENTS_QUERY with its placeholders filled in
