@@ -16,6 +16,7 @@ use warnings;
 use Exporter 'import';
 use Test::More;
 use PostgreSQL::Test::Cluster;
+use PgssNgTest;
 
 our @EXPORT = qw(compat_target own_view start_compat_node create_compat
   start_contrib_node server_major wait_backend_gone);
@@ -38,34 +39,23 @@ sub own_view
 	return compat_target() eq 'pgss_ng' ? 'pgss_ng' : 'pg_stat_statements';
 }
 
-# start_compat_node($name, %opts)
-#	Create and start a node with only the target's library preloaded,
-#	top-level tracking with utility statements, no stats file and
-#	track_io_timing on (some tools read the block times only then).
-#	$opts{conf} is appended to postgresql.conf.  Creates no extension.
+# start_compat_node($name, %gucs)
+#	Create and start a node (pgss_node) with only the target's library
+#	preloaded, top-level tracking with utility statements, no stats file
+#	and track_io_timing on (some tools read the block times only then),
+#	then %gucs.  Creates no extension.
 sub start_compat_node
 {
-	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	my $conf =
-	  compat_target() eq 'pgss_ng'
-	  ? q{
-shared_preload_libraries = 'pgss_ng'
-pgss_ng.track = top
-pgss_ng.track_utility = on
-pgss_ng.save = off
-}
-	  : q{
-shared_preload_libraries = 'pg_stat_statements'
-pg_stat_statements.track = top
-pg_stat_statements.track_utility = on
-pg_stat_statements.save = off
-};
-	$node->append_conf('postgresql.conf',
-		$conf . "track_io_timing = on\n" . ($opts{conf} // ''));
-	$node->start;
-	return $node;
+	my ($name, @gucs) = @_;
+	my $p = compat_target() eq 'pgss_ng' ? 'pgss_ng' : 'pg_stat_statements';
+	return pgss_node(
+		$name,
+		shared_preload_libraries => $p,
+		"$p.track" => 'top',
+		"$p.track_utility" => 'on',
+		"$p.save" => 'off',
+		track_io_timing => 'on',
+		@gucs);
 }
 
 # create_compat($node, $db)
@@ -88,11 +78,7 @@ sub create_compat
 sub start_contrib_node
 {
 	my ($name) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'pg_stat_statements'\n");
-	$node->start;
+	my $node = pgss_node($name, shared_preload_libraries => 'pg_stat_statements');
 	$node->safe_psql('postgres', 'CREATE EXTENSION pg_stat_statements');
 	return $node;
 }
