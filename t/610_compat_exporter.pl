@@ -98,7 +98,11 @@ END
 
 # scrape($r): the exporter's /metrics, parsed into a list of
 # { name, labels => {...}, value }.  Waits for the exporter to listen.
-my $http = HTTP::Tiny->new(timeout => $PostgreSQL::Test::Utils::timeout_default);
+# Straight to 127.0.0.1, whatever http_proxy says.
+my $http = HTTP::Tiny->new(
+	timeout => $PostgreSQL::Test::Utils::timeout_default,
+	proxy => undef,
+	http_proxy => undef);
 
 sub scrape
 {
