@@ -69,7 +69,7 @@ as_pg() {
     local unset_pg=() v
     for v in $(compgen -e); do
         case $v in
-            PGSS_NG_TOOLS_DIR) ;;   # where t/610 finds postgres_exporter
+            PGSS_NG_TOOLS_DIR) ;;   # where t/610_compat_exporter.pl finds postgres_exporter
             PG*) unset_pg+=(-u "$v") ;;
         esac
     done

@@ -1,4 +1,4 @@
-# 610_compat_objects.pl
+# 605_compat_objects.pl
 #
 # pgss_ng_compat's objects on a running server (issue 21).
 #
