@@ -9,7 +9,11 @@
 --   (a 1 ms sleep takes under 15 ms, a 20 ms one under 150 ms) are
 --   generous.  Buckets are log-spaced (upper / lower = gamma).  Plan-time
 --   quantiles are NULL without track_planning, and with it the plan
---   histogram holds every planning.  A min/max reset empties the
+--   histogram holds every planning.  Times under 10 us and an OLTP
+--   spread in one entry (pg_sleep(0.0) x 100, pg_sleep(0.005) x 5, with
+--   track_planning): every exec and plan quantile lies in the bucket of
+--   its rank, and that bucket has the ratio 2^(1/7) (none is open-ended
+--   for such times), so each is within the bound.  A min/max reset empties the
 --   histograms (quantiles NULL, calls kept) and counting restarts; a full
 --   reset removes them.  Bad input: NULL arguments and unknown keys give
 --   no rows; another role's statement needs pg_read_all_stats (a role
@@ -97,6 +101,46 @@ SELECT calls, plans, plan_time_p50 > 0 AS has_plan_p50,
                                                            :h_qid, :'h_top'))
          AS plan_hist_total
 FROM pgss_ng WHERE queryid = :h_qid;
+
+-- times under 10 us and an OLTP spread, exec and plan: each quantile in
+-- the bucket of its rank, a bucket of ratio 2^(1/7)
+SET pgss_ng.track_planning = on;
+\set ECHO none
+\o /dev/null
+SELECT 'SELECT 1 AS fast FROM pg_sleep(0.0)' FROM generate_series(1, 100) \gexec
+SELECT 'SELECT 1 AS fast FROM pg_sleep(0.005)' FROM generate_series(1, 5) \gexec
+\o
+\set ECHO all
+SET pgss_ng.track_planning = off;
+SELECT userid AS f_user, dbid AS f_db, queryid AS f_qid, toplevel AS f_top
+FROM pgss_ng WHERE query = 'SELECT $1 AS fast FROM pg_sleep($2)' \gset
+CREATE TEMP TABLE fh AS
+SELECT phase, lower_ms, upper_ms,
+       sum(count) OVER (PARTITION BY phase ORDER BY lower_ms) AS cum,
+       sum(count) OVER (PARTITION BY phase) AS n
+FROM (SELECT 'exec' AS phase, * FROM pgss_ng_exec_time_histogram(:f_user, :f_db, :f_qid, :'f_top')
+      UNION ALL
+      SELECT 'plan', * FROM pgss_ng_plan_time_histogram(:f_user, :f_db, :f_qid, :'f_top')) h;
+SELECT phase, max(n) AS n FROM fh GROUP BY phase ORDER BY phase;
+SELECT q.phase, q.name,
+       b.lower_ms <= q.value AND q.value <= b.upper_ms AS in_rank_bucket,
+       b.upper_ms / nullif(b.lower_ms, 0) < 2 ^ (1.0 / 7) + 1e-9
+         AS bucket_of_ratio_gamma
+FROM (SELECT 'exec' AS phase, unnest(ARRAY['p50', 'p90', 'p95', 'p99', 'p999']) AS name,
+             unnest(ARRAY[0.5, 0.9, 0.95, 0.99, 0.999]) AS p,
+             unnest(ARRAY[exec_time_p50, exec_time_p90, exec_time_p95,
+                          exec_time_p99, exec_time_p999]) AS value
+      FROM pgss_ng WHERE queryid = :f_qid
+      UNION ALL
+      SELECT 'plan', unnest(ARRAY['p50', 'p90', 'p95', 'p99', 'p999']),
+             unnest(ARRAY[0.5, 0.9, 0.95, 0.99, 0.999]),
+             unnest(ARRAY[plan_time_p50, plan_time_p90, plan_time_p95,
+                          plan_time_p99, plan_time_p999])
+      FROM pgss_ng WHERE queryid = :f_qid) q
+CROSS JOIN LATERAL (SELECT lower_ms, upper_ms FROM fh
+                    WHERE fh.phase = q.phase AND cum >= ceil(q.p * n)
+                    ORDER BY lower_ms LIMIT 1) b
+ORDER BY q.phase, q.p;
 
 -- a min/max reset empties both histograms; calls stay
 SELECT pgss_ng_reset(0, 0, :h_qid, true) IS NOT NULL;

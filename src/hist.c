@@ -2,20 +2,14 @@
  *
  * hist.c
  *	  Log-scale time histograms: which bucket a time falls in, a bucket's
- *	  bounds, merging a backend's dense histogram into the compact pair of
- *	  a shared entry, and quantiles.  See hist.h for the bucket layout.
+ *	  bounds, merging a backend's dense histogram into the pair of a
+ *	  shared entry, and quantiles.  See hist.h for the bucket layout.
  *
- * The compact pair.  Two dense histograms of 201 uint32 counts would take
- * 1608 bytes; a statement's times rarely span more than a few decades, so
- * each histogram keeps only the window of buckets between its lowest and
- * its highest non-empty one, both windows in one pool of 254 counts (the
- * pair takes exactly 1 KiB).  Histogram 1 (execution) never spans more
- * than 201 buckets, so it always fits whole.  Only when the two windows
- * together would need more than the pool does histogram 0 (planning) give
- * way: its lowest buckets are folded into the lowest one it keeps (as
- * DDSketch collapses its lowest buckets), so its counts stay exact in
- * total and its quantiles above the fold keep their bound.  With
- * track_planning off histogram 0 is empty and nothing is ever folded.
+ * The pair holds every bucket of both histograms (2 x 322 counts), so
+ * nothing is ever folded: however far an entry's execution and planning
+ * times spread, each quantile keeps its bound.  Each histogram's window
+ * (lowest to highest non-empty bucket) is kept beside the counts so that
+ * a reader copies and scans only that part, usually a few dozen counts.
  *
  * Counts saturate at PG_UINT32_MAX per bucket (never wrap).
  *
@@ -31,13 +25,10 @@
 
 #include "hist.h"
 
-/* gamma = 2^(1/7); the representative value is 2 * upper / (gamma + 1) */
-#define HIST_GAMMA	1.1040895136738123	/* pow(2, 1.0 / 7) */
-
 /*
  * pgss_ng_hist_bucket
- *		The bucket of a time in ms: 0 below 10 us (and for NaN), 200 from
- *		about 1.005 h, else 1 + floor(7 * log2(ms / 0.01)).
+ *		The bucket of a time in ms: 0 below 8 ns (and for NaN), 321 from
+ *		about 5.3 days, else 1 + floor(7 * log2(ms / 0.000008)).
  */
 int
 pgss_ng_hist_bucket(double ms)
@@ -63,8 +54,8 @@ static bool hist_upper_done = false;
 
 /*
  * pgss_ng_hist_bounds
- *		Lower and upper bound (ms) of a bucket: [0, 0.01) for bucket 0,
- *		[~3.6e6, Infinity) for the last one.
+ *		Lower and upper bound (ms) of a bucket: [0, 0.000008) for bucket
+ *		0, [~4.6e8, Infinity) for the last one.
  */
 void
 pgss_ng_hist_bounds(int bucket, double *lower_ms, double *upper_ms)
@@ -91,13 +82,6 @@ pgss_ng_hist_bounds(int bucket, double *lower_ms, double *upper_ms)
 		*upper_ms = hist_upper[bucket];
 }
 
-/* first pool slot of histogram which */
-static inline int
-slot0(const PgssNgHistPair *p, int which)
-{
-	return which == 0 ? 0 : PGSS_NG_HIST_POOL - p->len[1];
-}
-
 /* saturating add */
 static inline uint32
 add_sat(uint32 a, uint64 b)
@@ -116,140 +100,58 @@ pgss_ng_hist_count(const PgssNgHistPair *p, int which, int bucket)
 {
 	if (bucket < p->lo[which] || bucket >= p->lo[which] + p->len[which])
 		return 0;
-	return p->pool[slot0(p, which) + bucket - p->lo[which]];
+	return p->count[which][bucket];
 }
 
 /*
- * decode / encode
- *		A pair as two dense arrays of counts, and back.  encode folds the
- *		lowest buckets of histogram 0 when both windows do not fit (see
- *		the file header).
+ * widen_window
+ *		Make histogram which's window cover [lo, hi) too: the buckets that
+ *		join it are zeroed first (outside its window a pair's counts are
+ *		not read, so they may hold anything).
  */
 static void
-decode(const PgssNgHistPair *p, uint32 dense[][PGSS_NG_HIST_NBUCKETS])
+widen_window(PgssNgHistPair *p, int which, int lo, int hi)
 {
-	int			w;
-	int			i;
+	uint32	   *c = p->count[which];
+	int			oldlo = p->lo[which];
+	int			oldhi = oldlo + p->len[which];
 
-	memset(dense, 0, sizeof(uint32) * PGSS_NG_HIST_NHIST *
-		   PGSS_NG_HIST_NBUCKETS);
-	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
-		for (i = 0; i < p->len[w]; i++)
-			dense[w][p->lo[w] + i] = p->pool[slot0(p, w) + i];
-}
-
-static void
-encode(PgssNgHistPair *p, uint32 dense[][PGSS_NG_HIST_NBUCKETS])
-{
-	int			lo[PGSS_NG_HIST_NHIST];
-	int			hi[PGSS_NG_HIST_NHIST];
-	int			w;
-	int			i;
-
-	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+	if (p->len[which] == 0)
 	{
-		lo[w] = 0;
-		hi[w] = 0;
-		for (i = 0; i < PGSS_NG_HIST_NBUCKETS; i++)
-		{
-			if (dense[w][i] == 0)
-				continue;
-			if (hi[w] == 0)
-				lo[w] = i;
-			hi[w] = i + 1;
-		}
+		memset(&c[lo], 0, (hi - lo) * sizeof(uint32));
+		oldlo = lo;
+		oldhi = hi;
 	}
-
-	/* histogram 1 fits whole (201 <= 254); fold histogram 0's lowest */
-	if ((hi[0] - lo[0]) + (hi[1] - lo[1]) > PGSS_NG_HIST_POOL)
+	if (lo < oldlo)
 	{
-		int			newlo = hi[0] - (PGSS_NG_HIST_POOL - (hi[1] - lo[1]));
-
-		for (i = lo[0]; i < newlo; i++)
-		{
-			dense[0][newlo] = add_sat(dense[0][newlo], dense[0][i]);
-			dense[0][i] = 0;
-		}
-		lo[0] = newlo;
+		memset(&c[lo], 0, (oldlo - lo) * sizeof(uint32));
+		oldlo = lo;
 	}
-
-	memset(p, 0, sizeof(*p));
-	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+	if (hi > oldhi)
 	{
-		p->lo[w] = lo[w];
-		p->len[w] = hi[w] - lo[w];
+		memset(&c[oldhi], 0, (hi - oldhi) * sizeof(uint32));
+		oldhi = hi;
 	}
-	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
-		for (i = 0; i < p->len[w]; i++)
-			p->pool[slot0(p, w) + i] = dense[w][lo[w] + i];
-}
-
-/*
- * grow_window
- *		Widen histogram which's window to [lo, hi) (which contains the old
- *		window, if any) in place: its counts move to their new slots and
- *		the new slots are zeroed.  The caller checked that both windows
- *		then fit in the pool.
- */
-static void
-grow_window(PgssNgHistPair *p, int which, int lo, int hi)
-{
-	int			oldlen = p->len[which];
-	int			oldstart = slot0(p, which);
-	int			newlen = hi - lo;
-	int			newstart;
-	int			shift = oldlen > 0 ? p->lo[which] - lo : 0;
-	uint32	   *w;
-
-	newstart = which == 0 ? 0 : PGSS_NG_HIST_POOL - newlen;
-	w = &p->pool[newstart];
-	if (oldlen > 0)
-		memmove(w + shift, &p->pool[oldstart], oldlen * sizeof(uint32));
-	memset(w, 0, shift * sizeof(uint32));
-	memset(w + shift + oldlen, 0, (newlen - shift - oldlen) * sizeof(uint32));
-	p->lo[which] = lo;
-	p->len[which] = newlen;
+	p->lo[which] = oldlo;
+	p->len[which] = oldhi - oldlo;
 }
 
 /*
  * pgss_ng_hist_merge
- *		Add a dense histogram into histogram which of a pair.  When the
- *		dense one's buckets lie in the pair's window (the usual case), or
- *		the window can be widened to them with both windows still in the
- *		pool, the counts are added in place; otherwise (a fold is needed)
- *		the pair is rebuilt.  Memory: 1.6 kB of stack on that last path.
+ *		Add a dense histogram into histogram which of a pair: a loop over
+ *		the dense one's range, after widening the pair's window to it.
  */
 void
 pgss_ng_hist_merge(PgssNgHistPair *dst, int which, const PgssNgHistDense *src)
 {
-	uint32		dense[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
-	int			lo = src->lo;
-	int			hi = src->hi;
+	uint32	   *c = dst->count[which];
 	int			i;
 
 	if (src->hi == 0)
 		return;
-	if (dst->len[which] > 0)
-	{
-		lo = Min(lo, dst->lo[which]);
-		hi = Max(hi, dst->lo[which] + dst->len[which]);
-	}
-	if ((hi - lo) + dst->len[1 - which] <= PGSS_NG_HIST_POOL)
-	{
-		int			base;		/* pool slot of bucket 0, may be < 0 */
-
-		if (lo != dst->lo[which] || hi - lo != dst->len[which])
-			grow_window(dst, which, lo, hi);
-		base = slot0(dst, which) - dst->lo[which];
-		for (i = src->lo; i < src->hi; i++)
-			dst->pool[base + i] = add_sat(dst->pool[base + i],
-										  src->count[i]);
-		return;
-	}
-	decode(dst, dense);
+	widen_window(dst, which, src->lo, src->hi);
 	for (i = src->lo; i < src->hi; i++)
-		dense[which][i] = add_sat(dense[which][i], src->count[i]);
-	encode(dst, dense);
+		c[i] = add_sat(c[i], src->count[i]);
 }
 
 /*
@@ -260,23 +162,26 @@ pgss_ng_hist_merge(PgssNgHistPair *dst, int which, const PgssNgHistDense *src)
 void
 pgss_ng_hist_merge_pair(PgssNgHistPair *dst, const PgssNgHistPair *src)
 {
-	uint32		a[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
-	uint32		b[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
 	int			w;
 	int			i;
 
-	decode(dst, a);
-	decode(src, b);
 	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
-		for (i = 0; i < PGSS_NG_HIST_NBUCKETS; i++)
-			a[w][i] = add_sat(a[w][i], b[w][i]);
-	encode(dst, a);
+	{
+		int			lo = src->lo[w];
+		int			hi = lo + src->len[w];
+
+		if (src->len[w] == 0)
+			continue;
+		widen_window(dst, w, lo, hi);
+		for (i = lo; i < hi; i++)
+			dst->count[w][i] = add_sat(dst->count[w][i], src->count[w][i]);
+	}
 }
 
 /*
  * pgss_ng_hist_valid
  *		Is a pair read from a file well formed (windows inside the bucket
- *		range, together inside the pool)?
+ *		range)?
  */
 bool
 pgss_ng_hist_valid(const PgssNgHistPair *p)
@@ -286,29 +191,30 @@ pgss_ng_hist_valid(const PgssNgHistPair *p)
 	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
 		if (p->lo[w] + p->len[w] > PGSS_NG_HIST_NBUCKETS)
 			return false;
-	return p->len[0] + p->len[1] <= PGSS_NG_HIST_POOL;
+	return true;
 }
 
 /*
  * pgss_ng_hist_copy_used
- *		Copy the pair src into dst, but of the pool only the slots the two
- *		windows use (usually a few of the 254: a reader of every entry
- *		then touches a cache line or two of the histograms instead of
- *		1 KiB).  dst is then the same histograms as src for every function
- *		here; its unused slots are left as they were.
+ *		Copy the pair src into dst, but of the counts only those inside the
+ *		two windows (usually a few dozen of the 644: a reader of every
+ *		entry then touches a cache line or two of the histograms instead
+ *		of 2.5 kB).  dst is then the same histograms as src for every
+ *		function here; its other counts are left as they were.
  */
 void
 pgss_ng_hist_copy_used(PgssNgHistPair *dst, const PgssNgHistPair *src)
 {
-	int			len0 = src->len[0];
-	int			len1 = src->len[1];
+	int			w;
 
-	Assert(len0 + len1 <= PGSS_NG_HIST_POOL);
 	memcpy(dst->lo, src->lo, sizeof(dst->lo));
 	memcpy(dst->len, src->len, sizeof(dst->len));
-	memcpy(&dst->pool[0], &src->pool[0], len0 * sizeof(uint32));
-	memcpy(&dst->pool[PGSS_NG_HIST_POOL - len1],
-		   &src->pool[PGSS_NG_HIST_POOL - len1], len1 * sizeof(uint32));
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+	{
+		Assert(src->lo[w] + src->len[w] <= PGSS_NG_HIST_NBUCKETS);
+		memcpy(&dst->count[w][src->lo[w]], &src->count[w][src->lo[w]],
+			   src->len[w] * sizeof(uint32));
+	}
 }
 
 /*
@@ -318,32 +224,80 @@ pgss_ng_hist_copy_used(PgssNgHistPair *dst, const PgssNgHistPair *src)
 uint64
 pgss_ng_hist_total(const PgssNgHistPair *p, int which)
 {
+	const uint32 *c = &p->count[which][p->lo[which]];
 	uint64		n = 0;
 	int			i;
 
 	for (i = 0; i < p->len[which]; i++)
-		n += p->pool[slot0(p, which) + i];
+		n += c[i];
 	return n;
+}
+
+/*
+ * representative
+ *		The value reported for a quantile whose call lies in bucket
+ *		[lower, upper), with [min_ms, max_ms] the exact extremes of the
+ *		calls (max_ms < min_ms: not known).  The bucket is first cut to
+ *		[min, max], which holds the true value too; the value reported is
+ *		then the point at equal relative distance from both ends of what is
+ *		left, 2 a b / (a + b), within (b - a) / (b + a) of anything in
+ *		[a, b]: at most 4.95% for a whole bucket, less for a cut one (the
+ *		lowest and highest non-empty buckets, and the open-ended first and
+ *		last ones once cut).  A cut that leaves nothing (an edge rounded
+ *		into the next bucket) falls back to the whole bucket, brought
+ *		into [min, max].
+ */
+static double
+representative(double lower, double upper, double min_ms, double max_ms)
+{
+	double		a = lower;
+	double		b = upper;
+	double		v;
+
+	if (max_ms >= min_ms)
+	{
+		a = Max(a, min_ms);
+		b = Min(b, max_ms);
+		if (a > b)
+		{
+			a = lower;
+			b = upper;
+		}
+	}
+	if (isinf(b))
+		v = a;
+	else if (a + b <= 0.0)
+		v = 0.0;
+	else
+		v = 2.0 * a * b / (a + b);
+	if (max_ms >= min_ms)
+	{
+		v = Max(v, min_ms);
+		v = Min(v, max_ms);
+	}
+	return v;
 }
 
 /*
  * pgss_ng_hist_quantiles
  *		The qs[j]-quantiles (0 < qs[j] <= 1, qs ascending) of histogram
- *		which, in ms, into out[0 .. nq - 1], in one pass over the buckets:
- *		for each, the representative value of the bucket holding the call
- *		of rank ceil(q * n) (nearest rank, n the total count), brought into
- *		[min_ms, max_ms] when max_ms >= min_ms (the exact extremes, which
- *		can only move it closer to the true value).  NaN when empty.
+ *		which, in ms, into out[0 .. nq - 1], in one pass over the window:
+ *		for each, the call of rank ceil(q * n) (nearest rank, n the total
+ *		count): min_ms or max_ms exactly when it is the first or the last
+ *		call and they are known (max_ms >= min_ms: the exact extremes of
+ *		the same calls), else the representative of its bucket (see
+ *		representative()).  NaN when empty.
  *
- * Within 4.95% of the true value when that lies in 10 us .. 1 h (and,
- * for histogram 0, above any folded buckets).
+ * Within 4.95% of the true value when that lies in 8 ns .. 5.3 days, and
+ * exact for a value 0.
  */
 void
 pgss_ng_hist_quantiles(const PgssNgHistPair *p, int which, const double *qs,
 					   int nq, double min_ms, double max_ms, double *out)
 {
 	uint64		n = pgss_ng_hist_total(p, which);
-	const uint32 *pool = &p->pool[slot0(p, which)];
+	const uint32 *c = &p->count[which][p->lo[which]];
+	bool		extremes = max_ms >= min_ms;
 	uint64		cum = 0;
 	int			i = 0;
 	int			j;
@@ -353,7 +307,6 @@ pgss_ng_hist_quantiles(const PgssNgHistPair *p, int which, const double *qs,
 		uint64		rank;
 		double		lower;
 		double		upper;
-		double		v;
 
 		if (n == 0)
 		{
@@ -371,24 +324,20 @@ pgss_ng_hist_quantiles(const PgssNgHistPair *p, int which, const double *qs,
 				i++;
 			for (; i < p->len[which]; i++)
 			{
-				cum += pool[i];
+				cum += c[i];
 				if (cum >= rank)
 					break;
 			}
 		}
-		pgss_ng_hist_bounds(p->lo[which] + i, &lower, &upper);
-		if (isinf(upper))
-			v = lower;
-		else if (lower == 0.0)
-			v = upper;
+		if (extremes && rank == n)
+			out[j] = max_ms;
+		else if (extremes && rank == 1)
+			out[j] = min_ms;
 		else
-			v = 2.0 * upper / (HIST_GAMMA + 1.0);
-		if (max_ms >= min_ms)
 		{
-			v = Max(v, min_ms);
-			v = Min(v, max_ms);
+			pgss_ng_hist_bounds(p->lo[which] + i, &lower, &upper);
+			out[j] = representative(lower, upper, min_ms, max_ms);
 		}
-		out[j] = v;
 	}
 }
 

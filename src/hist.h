@@ -2,17 +2,20 @@
  *
  * hist.h
  *	  Log-scale time histograms (hist.c): the bucket layout, a dense
- *	  histogram that a backend counts into (PgssNgHistDense), and the
- *	  compact pair of histograms, execution and planning, kept in a shared
- *	  entry (PgssNgHistPair, 1 KiB).  Knows nothing of statements or
- *	  shared memory: a leaf module used by the statement kind.
+ *	  histogram that a backend counts into (PgssNgHistDense), and the pair
+ *	  of histograms, execution and planning, kept in a shared entry
+ *	  (PgssNgHistPair, 2584 bytes).  Knows nothing of statements or shared
+ *	  memory: a leaf module used by the statement kind.
  *
  * Bucket layout (DDSketch-style, gamma = 2^(1/7)): bucket 0 holds times
- * below PGSS_NG_HIST_MIN_MS (10 us), bucket k = 1..199 holds
- * [MIN * gamma^(k-1), MIN * gamma^k), bucket 200 everything from
- * MIN * gamma^199 (about 1.005 h) up.  A bucket's representative value is
+ * below PGSS_NG_HIST_MIN_MS (8 ns), bucket k = 1..320 holds
+ * [MIN * gamma^(k-1), MIN * gamma^k), bucket 321 everything from
+ * MIN * gamma^320 (about 5.3 days) up.  A bucket's representative value is
  * 2 * upper / (gamma + 1), within (gamma - 1) / (gamma + 1) = 4.95% of any
- * value in the bucket.
+ * value in the bucket.  Every time a planning or an execution can measure
+ * (clocks count nanoseconds; no call is timed shorter than two clock
+ * reads) up to 5.3 days has a bucket of its own ratio: the bound holds
+ * over that whole range, in both histograms at once.
  *
  * Locking: none.  The caller protects the histograms (a pending one is
  * backend-local, a shared pair is under its entry's lock).
@@ -24,12 +27,10 @@
 
 /* buckets per doubling of time: gamma = 2^(1/7) */
 #define PGSS_NG_HIST_PER_OCTAVE	7
-/* lower edge of bucket 1, ms */
-#define PGSS_NG_HIST_MIN_MS		0.01
-/* buckets: underflow, 199 log buckets up to ~1 h, overflow */
-#define PGSS_NG_HIST_NBUCKETS	201
-/* uint32 slots of a shared pair: the pair is 1 KiB with its header */
-#define PGSS_NG_HIST_POOL		254
+/* lower edge of bucket 1, ms (8 ns) */
+#define PGSS_NG_HIST_MIN_MS		0.000008
+/* buckets: underflow, 320 log buckets up to ~5.3 days, overflow */
+#define PGSS_NG_HIST_NBUCKETS	322
 
 /* Two histograms: execution and planning, as PgssNgPhase numbers them. */
 #define PGSS_NG_HIST_NHIST		2
@@ -49,21 +50,22 @@ typedef struct PgssNgHistDense
 } PgssNgHistDense;
 
 /*
- * The compact pair kept in a shared entry and in the stats file: each
- * histogram is a window of consecutive buckets [lo, lo + len) stored in
- * one pool of uint32 counts, the first histogram from the pool's start,
- * the second from its end.  See hist.c for what happens when both do not
- * fit.  Zeroed means empty.
+ * The pair kept in a shared entry and in the stats file: every bucket of
+ * both histograms has its count (count[which][bucket]), and each
+ * histogram has a window [lo, lo + len) of buckets outside which its
+ * counts are zero (len 0: empty), so that a reader copies and scans only
+ * the window.  Only the counts inside a window are ever read: a merge
+ * zeroes the buckets that join the window.  Zeroed means empty.
  */
 typedef struct PgssNgHistPair
 {
 	uint16		lo[PGSS_NG_HIST_NHIST];
 	uint16		len[PGSS_NG_HIST_NHIST];
-	uint32		pool[PGSS_NG_HIST_POOL];
+	uint32		count[PGSS_NG_HIST_NHIST][PGSS_NG_HIST_NBUCKETS];
 } PgssNgHistPair;
 
-StaticAssertDecl(sizeof(PgssNgHistPair) == 1024,
-				 "a histogram pair must take 1 KiB");
+StaticAssertDecl(sizeof(PgssNgHistPair) == 2584,
+				 "a histogram pair takes 2584 bytes (see design.md)");
 
 /*
  * pgss_ng_hist_bucket

@@ -174,7 +174,7 @@ pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
 	pgss_ng_stmt_merge_errors();
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 
-	/* too big for the stack: the histograms alone are 1 KiB */
+	/* too big for the stack: the histograms alone are 2.5 kB */
 	st = palloc0(sizeof(ReadState));
 	st->want_text = want_text;
 	st->changed_since = changed_since;

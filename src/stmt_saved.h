@@ -45,19 +45,21 @@
  * wal_buffers_full, jit_deform_*, parallel_workers_*); 4: plus the time
  * histograms and CPU times; 5: the header holds the sizes of the info
  * block and of an entry record; 6: dealloc counts eviction runs, and
- * entries_evicted (added to the info block) the entries.
+ * entries_evicted (added to the info block) the entries; 7: time
+ * histograms of 322 buckets from 8 ns, both kept whole (PgssNgHistPair of
+ * 2584 bytes).
  */
-#define PGSS_NG_FILE_VERSION	6
+#define PGSS_NG_FILE_VERSION	7
 
 /*
- * The layout of version 6 on 64-bit builds (checked in stmt_saved.c):
+ * The layout of version 7 on 64-bit builds (checked in stmt_saved.c):
  * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), and the fingerprint
  * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
  * of what it contains.
  */
 #define PGSS_NG_SAVED_INFO_SIZE		40
-#define PGSS_NG_STMT_RECORD_SIZE	1520
-#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(266140)
+#define PGSS_NG_STMT_RECORD_SIZE	3080
+#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(367549)
 
 /*
  * The counters saved in the stats file's info block (the info counters
@@ -124,7 +126,7 @@ typedef struct PgssNgStmtRecord
 	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, system_time) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, lo) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, len) + \
-	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, pool) \
+	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, count) \
 	 PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_TERM) \
 	 PGSS_NG_OWN_COUNTERS(PGSS_NG_COUNTER_TERM))
 

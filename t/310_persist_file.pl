@@ -1,13 +1,13 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 6, the server's major, the
+# - Its header: magic "PGNG", format version 7, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
 #   that many bytes, then its entry's query text.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (5: dealloc counting entries, no
-#   entries_evicted), an entry record size that is not this build's (a record
-#   layout changed without a version bump), a PostgreSQL major pgss_ng
+#   magic, an older format version (6: time histograms of 201 buckets
+#   from 10 us, the planning one folded), an entry record size that is
+#   not this build's (a record layout changed without a version bump), a PostgreSQL major pgss_ng
 #   never supported (14) and another
 #   supported one (a file carried over by pg_upgrade), empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
@@ -102,7 +102,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 6, 'header: format version 6');
+is($version, 7, 'header: format version 7');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -148,8 +148,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 5) . substr($good, 8),
-		qr/^format version 5, expected 6$/
+		substr($good, 0, 4) . pack('L', 6) . substr($good, 8),
+		qr/^format version 6, expected 7$/
 	],
 	[
 		'entry record size of another layout',

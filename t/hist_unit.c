@@ -7,12 +7,15 @@
  *
  * Checks: the bucket layout (ratio, edges, bucket 0 and the last one);
  * the relative-error bound of every quantile against the exact
- * nearest-rank quantile of random data merged in random chunks; exact
- * counts while windows grow in both directions in both histograms; the
- * fold of histogram 0 when both windows do not fit (totals kept, window
- * sizes, bound kept above the fold, histogram 1 untouched); saturation;
- * the reader's one-pass quantiles of a copy of the used slots;
- * pgss_ng_hist_valid().
+ * nearest-rank quantile of random data merged in random chunks: spread
+ * over the whole range, in the OLTP range (1 us .. 10 ms) in both
+ * histograms, sub-microsecond, and wide spreads in both histograms of one
+ * pair at once (execution 0.4 us .. 10 h, planning 11.5 us .. 10 s);
+ * exact counts while windows grow in both directions in both histograms,
+ * and with both histograms over every bucket; the extremes and zero
+ * times; counts left outside a window (a pair read from a file) never
+ * counted; saturation; the reader's one-pass quantiles of a copy of the
+ * used slots; pgss_ng_hist_valid().
  *
  *-------------------------------------------------------------------------
  */
@@ -110,11 +113,59 @@ worst_error(const PgssNgHistPair *p, int which, double *sorted, int n,
 	return worst;
 }
 
+/* a value spread log-uniformly over [lo, hi] (ms) */
+static double
+log_uniform(double lo, double hi)
+{
+	return exp(log(lo) + urand() * (log(hi) - log(lo)));
+}
+
+/*
+ * both_within_bound
+ *		Count n0 planning times of log-uniform spread over [lo0, hi0] and
+ *		n1 execution times over [lo1, hi1] into one pair, in random
+ *		chunks, and check that both totals are exact and every quantile of
+ *		both histograms lies within the bound.
+ */
+static void
+both_within_bound(const char *what, int n0, double lo0, double hi0,
+				  int n1, double lo1, double hi1)
+{
+	static double v0[200000];
+	static double v1[200000];
+	PgssNgHistPair p;
+	char		buf[256];
+	double		w0;
+	double		w1;
+	int			k;
+
+	for (k = 0; k < n0; k++)
+		v0[k] = log_uniform(lo0, hi0);
+	for (k = 0; k < n1; k++)
+		v1[k] = log_uniform(lo1, hi1);
+	memset(&p, 0, sizeof(p));
+	feed(&p, 0, v0, n0);
+	feed(&p, 1, v1, n1);
+	qsort(v0, n0, sizeof(double), cmp_double);
+	qsort(v1, n1, sizeof(double), cmp_double);
+	/* an empty histogram's quantiles are NaN */
+	w0 = n0 > 0 ? worst_error(&p, 0, v0, n0, 1) :
+		isnan(pgss_ng_hist_quantile(&p, 0, 0.5, 1, 0)) ? 0 : 1;
+	w1 = n1 > 0 ? worst_error(&p, 1, v1, n1, 1) :
+		isnan(pgss_ng_hist_quantile(&p, 1, 0.5, 1, 0)) ? 0 : 1;
+	snprintf(buf, sizeof(buf),
+			 "plan: total %llu of %d, worst %.5f; exec: total %llu of %d, worst %.5f",
+			 (unsigned long long) pgss_ng_hist_total(&p, 0), n0, w0,
+			 (unsigned long long) pgss_ng_hist_total(&p, 1), n1, w1);
+	check(pgss_ng_hist_total(&p, 0) == (uint64) n0 &&
+		  pgss_ng_hist_total(&p, 1) == (uint64) n1 &&
+		  w0 <= BOUND && w1 <= BOUND, what, buf);
+}
+
 int
 main(void)
 {
 	static double v[200000];
-	static double v2[200000];
 	PgssNgHistPair p;
 	char		buf[256];
 	int			k;
@@ -142,19 +193,21 @@ main(void)
 	if (good)
 		check(true, "layout: log buckets of ratio 2^(1/7)", "");
 	pgss_ng_hist_bounds(1, &lo, &hi);
-	check(lo == 0.01, "layout: bucket 1 starts at 10 us", "");
+	check(lo == 0.000008, "layout: bucket 1 starts at 8 ns", "");
 	pgss_ng_hist_bounds(PGSS_NG_HIST_NBUCKETS - 1, &lo, &hi);
-	check(lo >= 3.6e6 && lo < 3.7e6 && isinf(hi),
-		  "layout: the last bucket starts at about 1 h, no upper bound", "");
-	check(pgss_ng_hist_bucket(0.0099) == 0 && pgss_ng_hist_bucket(0) == 0 &&
+	snprintf(buf, sizeof(buf), "starts at %g ms", lo);
+	check(lo >= 5.3 * 86400e3 && lo < 5.4 * 86400e3 && isinf(hi),
+		  "layout: the last bucket starts at about 5.3 days, no upper bound",
+		  buf);
+	check(pgss_ng_hist_bucket(0.0000079) == 0 && pgss_ng_hist_bucket(0) == 0 &&
 		  pgss_ng_hist_bucket(-1) == 0 && pgss_ng_hist_bucket(NAN) == 0,
-		  "layout: below 10 us, negative and NaN in bucket 0", "");
-	check(pgss_ng_hist_bucket(3.7e6) == 200 &&
-		  pgss_ng_hist_bucket(INFINITY) == 200 &&
-		  pgss_ng_hist_bucket(1e300) == 200,
-		  "layout: from 1 h (and infinity) in bucket 200", "");
+		  "layout: below 8 ns, negative and NaN in bucket 0", "");
+	check(pgss_ng_hist_bucket(5.4 * 86400e3) == PGSS_NG_HIST_NBUCKETS - 1 &&
+		  pgss_ng_hist_bucket(INFINITY) == PGSS_NG_HIST_NBUCKETS - 1 &&
+		  pgss_ng_hist_bucket(1e300) == PGSS_NG_HIST_NBUCKETS - 1,
+		  "layout: from 5.3 days (and infinity) in the last bucket", "");
 
-	/* --- the bound, on random data spread over 10 us .. 1 h */
+	/* --- the bound, on random data spread over 8 ns .. 5.3 days */
 	for (round = 0; round < 20; round++)
 	{
 		double		w;
@@ -165,7 +218,7 @@ main(void)
 		{
 			/* a cluster (lognormal-ish) or a log-uniform spread */
 			if (round % 2)
-				v[k] = exp(log(0.01) + urand() * log(3.6e8));
+				v[k] = log_uniform(0.000008, 5.3 * 86400e3);
 			else
 				v[k] = 2.0 * exp((urand() + urand() + urand() - 1.5) * 3);
 		}
@@ -177,25 +230,74 @@ main(void)
 		snprintf(buf, sizeof(buf), "n %d, total %llu, worst %.5f", n,
 				 (unsigned long long) total, w);
 		check(total == (uint64) n && w <= BOUND,
-			  round % 2 ? "bound: log-uniform data, every quantile within 4.951%"
+			  round % 2 ? "bound: log-uniform data over 8 ns .. 5.3 days, every quantile within 4.951%"
 			  : "bound: clustered data, every quantile within 4.951%", buf);
+	}
+
+	/* --- the bound in both histograms of one pair at once */
+	both_within_bound("bound: OLTP range, plan and exec 1 us .. 10 ms",
+					  50000, 0.001, 10, 50000, 0.001, 10);
+	both_within_bound("bound: sub-microsecond, plan and exec 100 ns .. 2 us",
+					  20000, 0.0001, 0.002, 20000, 0.0001, 0.002);
+	both_within_bound("bound: wide spreads, plan 11.5 us .. 10 s, exec 0.4 us .. 10 h",
+					  100000, 0.0115, 10000, 100000, 0.0004, 36e6);
+	both_within_bound("bound: widest spreads, plan and exec 8 ns .. 5.3 days",
+					  100000, 0.000008, 5.3 * 86400e3,
+					  100000, 0.000008, 5.3 * 86400e3);
+	/* the case: execution times between 0.425 and 1.094 us */
+	both_within_bound("bound: exec times all under 10 us (0.425 .. 1.094 us)",
+					  0, 1, 1, 1000, 0.000425, 0.001094);
+
+	/* --- the extremes: rank 1 and rank n are min and max, exactly */
+	{
+		double		vals[] = {0.000425, 0.0007, 0.001094};
+		PgssNgHistDense d;
+
+		memset(&p, 0, sizeof(p));
+		memset(&d, 0, sizeof(d));
+		for (k = 0; k < 3; k++)
+			pgss_ng_hist_add(&d, vals[k]);
+		pgss_ng_hist_merge(&p, 1, &d);
+		check(pgss_ng_hist_quantile(&p, 1, 0.001, vals[0], vals[2]) == vals[0] &&
+			  pgss_ng_hist_quantile(&p, 1, 1.0, vals[0], vals[2]) == vals[2] &&
+			  pgss_ng_hist_quantile(&p, 1, 0.999, vals[0], vals[2]) == vals[2],
+			  "extremes: the first call is min, the last one max, exactly", "");
+		check(fabs(pgss_ng_hist_quantile(&p, 1, 0.5, vals[0], vals[2]) -
+				   vals[1]) / vals[1] <= BOUND,
+			  "extremes: the middle call within the bound", "");
+	}
+
+	/* --- times of 0 (a coarse clock) are reported as 0 */
+	{
+		PgssNgHistDense d;
+
+		memset(&p, 0, sizeof(p));
+		memset(&d, 0, sizeof(d));
+		for (k = 0; k < 10; k++)
+			pgss_ng_hist_add(&d, 0.0);
+		pgss_ng_hist_add(&d, 4.0);
+		pgss_ng_hist_merge(&p, 1, &d);
+		check(pgss_ng_hist_quantile(&p, 1, 0.5, 0.0, 4.0) == 0.0 &&
+			  pgss_ng_hist_quantile(&p, 1, 0.9, 0.0, 4.0) == 0.0 &&
+			  pgss_ng_hist_quantile(&p, 1, 0.5, 1, 0) == 0.0,
+			  "zero: times of 0 give quantiles of 0", "");
 	}
 
 	/* --- windows growing both ways, both histograms, exact counts */
 	{
-		uint32		ref[2][PGSS_NG_HIST_NBUCKETS];
+		static uint32 ref[2][PGSS_NG_HIST_NBUCKETS];
 		PgssNgHistDense d;
 
 		memset(ref, 0, sizeof(ref));
 		memset(&p, 0, sizeof(p));
 		good = true;
-		for (round = 0; round < 2000 && good; round++)
+		for (round = 0; round < 4000 && good; round++)
 		{
 			int			which = urand() < 0.5;
-			/* centred on 1 ms (exec) or 0.1 ms (plan), spreading out (but
-			 * not so far that histogram 0 must fold) */
+			/* centred on 1 ms (exec) or 0.1 ms (plan), spreading out over
+			 * every bucket */
 			double		c = which ? 1.0 : 0.1;
-			double		x = c * exp((urand() - 0.5) * round / 200.0);
+			double		x = c * exp((urand() - 0.5) * round / 50.0);
 
 			memset(&d, 0, sizeof(d));
 			pgss_ng_hist_add(&d, x);
@@ -210,59 +312,41 @@ main(void)
 					break;
 				}
 		}
-		check(good && pgss_ng_hist_valid(&p) && p.len[0] > 30 &&
-			  p.len[1] > 30 && p.len[0] + p.len[1] <= PGSS_NG_HIST_POOL,
-			  "windows: counts exact while both windows widen both ways",
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+				 " (windows %d and %d buckets)", p.len[0], p.len[1]);
+		check(good && pgss_ng_hist_valid(&p) &&
+			  p.len[0] == PGSS_NG_HIST_NBUCKETS &&
+			  p.len[1] == PGSS_NG_HIST_NBUCKETS,
+			  "windows: counts exact while both windows widen both ways to every bucket",
 			  buf);
 	}
 
-	/* --- the fold: histogram 1 spans every bucket, histogram 0 a wide range */
+	/* --- counts outside a window (from a file) are never counted */
 	{
-		double		w0;
-		double		w1;
-		int			fold_rank;
+		PgssNgHistPair src;
+		PgssNgHistDense d;
 
-		n = 20000;
-		for (k = 0; k < n; k++)
-			v[k] = exp(log(0.005) + urand() * log(1e9));	/* 5 us .. 1.4 h */
-		for (k = 0; k < n; k++)
-			v2[k] = exp(log(0.02) + urand() * log(1e5));	/* 20 us .. 2 s */
-		memset(&p, 0, sizeof(p));
-		feed(&p, 0, v2, n);
-		feed(&p, 1, v, n);
-		qsort(v, n, sizeof(double), cmp_double);
-		qsort(v2, n, sizeof(double), cmp_double);
-		check(p.len[1] == PGSS_NG_HIST_NBUCKETS &&
-			  p.len[0] == PGSS_NG_HIST_POOL - PGSS_NG_HIST_NBUCKETS,
-			  "fold: histogram 1 whole, histogram 0 keeps what is left", "");
-		check(pgss_ng_hist_total(&p, 0) == (uint64) n &&
-			  pgss_ng_hist_total(&p, 1) == (uint64) n,
-			  "fold: both totals exact", "");
-		/* within 10 us .. 1 h the bound holds for histogram 1 */
-		for (fold_rank = 0; fold_rank < n && v[fold_rank] < 0.01; fold_rank++)
-			;
-		w1 = 0;
-		for (k = 0; k < 1000; k++)
-		{
-			double		q = urand();
-			int64		rank = Max((int64) ceil(q * n), 1);
-			double		truth = v[rank - 1];
-
-			if (truth < 0.01 || truth >= 3.6e6)
-				continue;
-			w1 = Max(w1, fabs(pgss_ng_hist_quantile(&p, 1, q, v[0], v[n - 1]) -
-							  truth) / truth);
-		}
-		snprintf(buf, sizeof(buf), "worst %.5f", w1);
-		check(w1 <= BOUND, "fold: histogram 1 keeps the bound", buf);
-		/* histogram 0: ranks above the folded buckets keep the bound */
-		pgss_ng_hist_bounds(p.lo[0] + 1, &lo, &hi);
-		for (fold_rank = 0; fold_rank < n && v2[fold_rank] < lo; fold_rank++)
-			;
-		w0 = worst_error(&p, 0, v2, n, fold_rank + 1);
-		snprintf(buf, sizeof(buf), "worst %.5f above rank %d", w0, fold_rank);
-		check(w0 <= BOUND && fold_rank > 0,
-			  "fold: histogram 0 keeps the bound above the fold", buf);
+		memset(&p, 0xAB, sizeof(p));
+		p.lo[0] = 100;
+		p.len[0] = 1;
+		p.count[0][100] = 5;
+		p.lo[1] = 0;
+		p.len[1] = 0;
+		memset(&d, 0, sizeof(d));
+		pgss_ng_hist_add(&d, 1.0);
+		pgss_ng_hist_add(&d, 1e-5);
+		pgss_ng_hist_merge(&p, 0, &d);
+		pgss_ng_hist_merge(&p, 1, &d);
+		memset(&src, 0xCD, sizeof(src));
+		src.lo[0] = 10;
+		src.len[0] = 1;
+		src.count[0][10] = 1;
+		src.lo[1] = 0;
+		src.len[1] = 0;
+		pgss_ng_hist_merge_pair(&p, &src);
+		check(pgss_ng_hist_total(&p, 0) == 8 &&
+			  pgss_ng_hist_total(&p, 1) == 2 && pgss_ng_hist_valid(&p),
+			  "garbage: counts outside the windows never join them", "");
 	}
 
 	/* --- saturation */
@@ -282,7 +366,7 @@ main(void)
 	/*
 	 * --- the reader's path: pgss_ng_hist_quantiles (several quantiles in
 	 * one pass) on a pair copied by pgss_ng_hist_copy_used (only the used
-	 * slots, over garbage) gives exactly pgss_ng_hist_quantile's values on
+	 * counts, over garbage) gives exactly pgss_ng_hist_quantile's values on
 	 * the original, for sorted quantiles with repeats
 	 */
 	good = true;
@@ -317,7 +401,7 @@ main(void)
 		pgss_ng_hist_copy_used(&copy, &p);
 		for (which = 0; which < 2 && good; which++)
 		{
-			/* min/max that clamp, or (max < min) that do not */
+			/* min/max that cut the buckets, or (max < min) that do not */
 			double		mn = urand() < 0.5 ? 0.05 : 1;
 			double		mx = urand() < 0.5 ? 2.0 : 0;
 
@@ -338,19 +422,25 @@ main(void)
 			}
 		}
 	}
-	check(good, "reader: one-pass quantiles of the used slots' copy equal "
+	check(good, "reader: one-pass quantiles of the used counts' copy equal "
 		  "each quantile of the pair", good ? "" : buf);
 
 	/* --- valid */
 	memset(&p, 0, sizeof(p));
 	check(pgss_ng_hist_valid(&p), "valid: an empty pair", "");
+	p.lo[1] = 0;
+	p.len[1] = PGSS_NG_HIST_NBUCKETS;
+	p.lo[0] = 0;
+	p.len[0] = PGSS_NG_HIST_NBUCKETS;
+	check(pgss_ng_hist_valid(&p), "valid: both windows over every bucket", "");
 	p.lo[1] = 150;
-	p.len[1] = 52;
+	p.len[1] = PGSS_NG_HIST_NBUCKETS - 149;
 	check(!pgss_ng_hist_valid(&p), "valid: a window past the last bucket", "");
 	p.lo[1] = 0;
-	p.len[1] = 201;
-	p.len[0] = 54;
-	check(!pgss_ng_hist_valid(&p), "valid: windows larger than the pool", "");
+	p.len[1] = 0;
+	p.lo[0] = PGSS_NG_HIST_NBUCKETS;
+	p.len[0] = 1;
+	check(!pgss_ng_hist_valid(&p), "valid: a window starting past the last bucket", "");
 
 	/* --- empty histogram */
 	memset(&p, 0, sizeof(p));
