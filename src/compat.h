@@ -205,6 +205,20 @@ typedef struct PgssNgRunArgs
 #endif
 
 /*
+ * The number of a parallel group's leader, which a parallel worker knows
+ * and a leader has as its own: a ProcNumber from 17 (0 .. MaxBackends - 1
+ * for backends), a BackendId before (1 .. MaxBackends).  Core names it for
+ * the temporary relations a group shares.
+ */
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#define PGSS_NG_PARALLEL_GROUP_SLOT()	((int) ProcNumberForTempRelations())
+#else
+#include "storage/backendid.h"
+#define PGSS_NG_PARALLEL_GROUP_SLOT()	((int) BackendIdForTempRelations())
+#endif
+
+/*
  * dshash: 17 added dshash_parameters.copy_function, which dshash uses to
  * copy keys in; a zero-filled pointer would crash.
  */

@@ -3,16 +3,16 @@
  * measure.h
  *	  What a planning or an execution used, measured for the hooks in
  *	  pgss_ng.c (measure.c): wall time, buffer and WAL usage around a call,
- *	  and CPU time (GUC pgss_ng.track_cpu), sampled with getrusage().
+ *	  and CPU time (GUC pgss_ng.track_cpu), sampled with getrusage(): a
+ *	  backend's own, and its parallel workers', which they add to a slot of
+ *	  their leader in shared memory.
  *
- * Locking: none; everything here is backend-local.
+ * Locking: none, except the leader's slot, read and added to atomically.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef PGSS_NG_MEASURE_H
 #define PGSS_NG_MEASURE_H
-
-#include <sys/resource.h>
 
 #include "executor/execdesc.h"
 #include "executor/instrument.h"
@@ -33,19 +33,42 @@ typedef struct PgssNgMeasure
 	BufferUsage bufusage;
 	WalUsage	walusage;
 	bool		cpu_sampled;	/* pgss_ng.track_cpu was on at the start */
-	struct rusage cpu_start;
+	PgssNgCpuTime cpu_start;	/* the CPU clock then */
 	PgssNgCpuTime cpu;			/* valid if cpu_sampled */
 } PgssNgMeasure;
+
+/*
+ * The CPU time of an execution whose ExecutorEnd is running: what it had
+ * counted before, and since when it is counting (pgss_ng_cpu_exec_ending).
+ */
+typedef struct PgssNgCpuEnding
+{
+	PgssNgCpuTime counted;
+	PgssNgCpuTime since;
+} PgssNgCpuEnding;
 
 extern void pgss_ng_measure_start(PgssNgMeasure *m);
 extern void pgss_ng_measure_stop(PgssNgMeasure *m);
 
 extern void pgss_ng_cpu_init(void);
+extern Size pgss_ng_cpu_shmem_size(void);
+extern void pgss_ng_cpu_shmem_startup(void);
 extern bool pgss_ng_cpu_enabled(void);
-extern void pgss_ng_cpu_sample(struct rusage *sample);
-extern void pgss_ng_cpu_since(const struct rusage *start, PgssNgCpuTime *out);
-extern void pgss_ng_cpu_start_keep(QueryDesc *queryDesc,
-								   const struct rusage *start);
-extern bool pgss_ng_cpu_start_take(QueryDesc *queryDesc, struct rusage *start);
+
+/* an execution's CPU time, from the executor hooks of the backend */
+extern void pgss_ng_cpu_exec_starting(PgssNgCpuTime *start);
+extern void pgss_ng_cpu_exec_started(QueryDesc *queryDesc,
+									 const PgssNgCpuTime *start);
+extern void pgss_ng_cpu_exec_enter(QueryDesc *queryDesc);
+extern void pgss_ng_cpu_exec_leave(QueryDesc *queryDesc);
+extern bool pgss_ng_cpu_exec_ending(QueryDesc *queryDesc,
+									PgssNgCpuEnding *ending);
+extern void pgss_ng_cpu_exec_ended(const PgssNgCpuEnding *ending,
+								   PgssNgCpuTime *out);
+extern void pgss_ng_cpu_other_call(void);
+
+/* a parallel worker's CPU time, added to its leader's slot */
+extern void pgss_ng_cpu_worker_start(QueryDesc *queryDesc);
+extern void pgss_ng_cpu_worker_end(QueryDesc *queryDesc);
 
 #endif							/* PGSS_NG_MEASURE_H */

@@ -25,8 +25,6 @@
  */
 #include "postgres.h"
 
-#include <sys/resource.h>
-
 #include "access/parallel.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -226,7 +224,7 @@ store_measured(PgssNgStore *s, const PgssNgMeasure *m)
 /*
  * pgss_ng_shmem_request
  *		Request the main shared memory and named LWLocks of the statement
- *		kind.
+ *		kind, and the parallel workers' CPU slots (measure.c).
  */
 static void
 pgss_ng_shmem_request(void)
@@ -234,14 +232,16 @@ pgss_ng_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 
-	RequestAddinShmemSpace(pgss_ng_stmt_shmem_size());
+	RequestAddinShmemSpace(add_size(pgss_ng_stmt_shmem_size(),
+									pgss_ng_cpu_shmem_size()));
 	pgss_ng_stmt_shmem_request();
 }
 
 /*
  * pgss_ng_shmem_startup
- *		Create the statement kind's shared state (postmaster, and again
- *		after a crash reinitialized shared memory: statistics start empty).
+ *		Create the statement kind's shared state and the parallel workers'
+ *		CPU slots (postmaster, and again after a crash reinitialized shared
+ *		memory: statistics start empty).
  */
 static void
 pgss_ng_shmem_startup(void)
@@ -250,6 +250,7 @@ pgss_ng_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	pgss_ng_stmt_shmem_startup();
+	pgss_ng_cpu_shmem_startup();
 }
 
 /*
@@ -266,6 +267,9 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 {
 	if (prev_post_parse_analyze_hook)
 		prev_post_parse_analyze_hook(pstate, query, jstate);
+
+	/* another statement's work begins: stop the idle CPU runs */
+	pgss_ng_cpu_other_call();
 
 	if (!pgss_ng_stmt_ready() || !pgss_ng_enabled(exec_nested_level))
 		return;
@@ -378,6 +382,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		  pgss_ng_enabled(plan_nested_level + exec_nested_level) &&
 		  query_string && parse->queryId != UINT64CONST(0)))
 	{
+		pgss_ng_cpu_other_call();
 		if (PGSS_NG_ONE_NESTING_LEVEL)
 			return next_planner_nested(&exec_nested_level, parse,
 									   query_string, cursorOptions,
@@ -393,6 +398,8 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 							   parse->stmt_len, 0);
 	if (timed)
 		pgss_ng_measure_start(&m);
+	else
+		pgss_ng_cpu_other_call();
 
 	PG_TRY();
 	{
@@ -479,17 +486,26 @@ next_ExecutorStart(QueryDesc *queryDesc, int eflags)
  *		Ask the executor for instrumentation of tracked statements; the
  *		Instrumentation lives in the query's memory context.  An ERROR in
  *		the executor's start-up counts as a failed execution (frame of
- *		stmt_errors.c) and is re-thrown.  With pgss_ng.track_cpu, the CPU
- *		time is sampled before the start-up (pg_stat_kcache counts
- *		ExecutorStart to ExecutorEnd) and kept (pgss_ng_cpu_start_keep).
+ *		stmt_errors.c) and is re-thrown.  With pgss_ng.track_cpu, the
+ *		execution's CPU time is counted from before its start-up
+ *		(pg_stat_kcache counts ExecutorStart to ExecutorEnd), only while
+ *		the executor runs it (measure.c).  In a parallel worker: its CPU
+ *		time, for its leader (pgss_ng_cpu_worker_start).
  */
 static void
 pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	bool		tracked;
 	bool		cpu;
-	struct rusage start;
+	PgssNgCpuTime start;
 	int			frame;
+
+	if (IsParallelWorker())
+	{
+		pgss_ng_cpu_worker_start(queryDesc);
+		next_ExecutorStart(queryDesc, eflags);
+		return;
+	}
 
 	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) &&
@@ -497,13 +513,16 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	if (!tracked)
 	{
+		pgss_ng_cpu_other_call();
 		next_ExecutorStart(queryDesc, eflags);
 		return;
 	}
 
 	cpu = pgss_ng_cpu_enabled();
 	if (cpu)
-		pgss_ng_cpu_sample(&start);
+		pgss_ng_cpu_exec_starting(&start);
+	else
+		pgss_ng_cpu_other_call();
 	frame = begin_exec_frame(queryDesc);
 	PG_TRY();
 	{
@@ -526,16 +545,17 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	if (cpu)
-		pgss_ng_cpu_start_keep(queryDesc, &start);
+		pgss_ng_cpu_exec_started(queryDesc, &start);
 }
 
 /*
  * call_in_exec_frame
  *		Run call (the next ExecutorRun or ExecutorFinish) one nesting level
- *		deeper.  For a tracked statement, a run that ends in an ERROR (e.g.
- *		from an AFTER trigger in ExecutorFinish) counts as a failed
- *		execution, its earlier runs' time included, before the ERROR is
- *		re-thrown; otherwise the frame just ends.
+ *		deeper, the execution's CPU time counting meanwhile (measure.c).
+ *		For a tracked statement, a run that ends in an ERROR (e.g. from an
+ *		AFTER trigger in ExecutorFinish) counts as a failed execution, its
+ *		earlier runs' time included, before the ERROR is re-thrown;
+ *		otherwise the frame just ends.
  */
 static void
 call_in_exec_frame(QueryDesc *queryDesc,
@@ -544,6 +564,7 @@ call_in_exec_frame(QueryDesc *queryDesc,
 	bool		tracked = exec_tracked(queryDesc);
 	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
 
+	pgss_ng_cpu_exec_enter(queryDesc);
 	exec_nested_level++;
 	PG_TRY();
 	{
@@ -560,6 +581,7 @@ call_in_exec_frame(QueryDesc *queryDesc,
 	exec_nested_level--;
 	if (tracked)
 		pgss_ng_stmt_end(frame);
+	pgss_ng_cpu_exec_leave(queryDesc);
 }
 
 /* call_in_exec_frame's call for ExecutorRun; arg is a PgssNgRunArgs. */
@@ -608,62 +630,113 @@ pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 }
 
 /*
- * pgss_ng_ExecutorEnd
- *		Record the execution (time in ms, rows, buffers, WAL, JIT, from
- *		PostgreSQL 18 parallel workers, and CPU time if it was sampled)
- *		and, at top level, flush the backend's pending counters.
+ * next_ExecutorEnd
+ *		Call the next ExecutorEnd hook, or the standard function.
  */
 static void
-pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
+next_ExecutorEnd(QueryDesc *queryDesc)
 {
-	uint64		queryId = queryDesc->plannedstmt->queryId;
-	struct rusage cpu_start;
-	bool		cpu_timed = pgss_ng_cpu_start_take(queryDesc, &cpu_start);
-
-	if (pgss_ng_stmt_ready() && queryId != UINT64CONST(0) &&
-		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level))
-	{
-		EState	   *estate = queryDesc->estate;
-		PgssNgParallelWorkers *parallel = NULL;
-		PgssNgCpuTime cpu;
-#if PGSS_NG_HAVE_PARALLEL_WORKERS
-		PgssNgParallelWorkers workers;
-
-		workers.to_launch = PGSS_NG_PARALLEL_WORKERS_TO_LAUNCH(estate);
-		workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
-		parallel = &workers;
-#endif
-		if (cpu_timed)
-			pgss_ng_cpu_since(&cpu_start, &cpu);
-		InstrEndLoop(queryDesc->totaltime);
-		{
-			PgssNgStore s = {
-				.query = queryDesc->sourceText,
-				.query_location = queryDesc->plannedstmt->stmt_location,
-				.query_len = queryDesc->plannedstmt->stmt_len,
-				.queryid = queryId,
-				.toplevel = exec_nested_level == 0,
-				.phase = PGSS_NG_EXEC,
-				.total_time = queryDesc->totaltime->total * 1000.0,
-				.rows = PGSS_NG_ES_ROWS(estate),
-				.bufusage = &queryDesc->totaltime->bufusage,
-				.walusage = &queryDesc->totaltime->walusage,
-				.jitusage = estate->es_jit ? &estate->es_jit->instr : NULL,
-				.parallel = parallel,
-				.cpu = cpu_timed ? &cpu : NULL,
-			};
-
-			pgss_ng_store(&s);
-		}
-	}
-
-	if (exec_nested_level == 0)
-		pgss_ng_flush();
-
 	if (prev_ExecutorEnd)
 		prev_ExecutorEnd(queryDesc);
 	else
 		standard_ExecutorEnd(queryDesc);
+}
+
+/*
+ * pgss_ng_ExecutorEnd
+ *		Record the execution (time in ms, rows, buffers, WAL, JIT, from
+ *		PostgreSQL 18 parallel workers, and CPU time if it was timed) and,
+ *		at top level, flush the backend's pending counters.
+ *
+ * What is recorded is copied from the QueryDesc and its EState before
+ * the next ExecutorEnd frees them, and recorded after it: the CPU time
+ * counts the executor's shut-down too, and with it the end of any
+ * parallel worker still running.  An ERROR raised by the next ExecutorEnd
+ * counts as a failed execution (frame of stmt_errors.c) and is
+ * re-thrown.  In a parallel worker: its CPU time, for its leader
+ * (pgss_ng_cpu_worker_end).
+ */
+static void
+pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
+{
+	PlannedStmt *pstmt = queryDesc->plannedstmt;
+	EState	   *estate = queryDesc->estate;
+	PgssNgCpuEnding ending;
+	bool		cpu_timed;
+	Instrumentation totaltime;
+	JitInstrumentation jit;
+	PgssNgParallelWorkers *parallel = NULL;
+	PgssNgCpuTime cpu;
+	int			frame;
+#if PGSS_NG_HAVE_PARALLEL_WORKERS
+	PgssNgParallelWorkers workers;
+#endif
+
+	if (IsParallelWorker())
+	{
+		next_ExecutorEnd(queryDesc);
+		pgss_ng_cpu_worker_end(queryDesc);
+		return;
+	}
+
+	cpu_timed = pgss_ng_cpu_exec_ending(queryDesc, &ending);
+	if (!(pgss_ng_stmt_ready() && pstmt->queryId != UINT64CONST(0) &&
+		  queryDesc->totaltime && pgss_ng_enabled(exec_nested_level)))
+	{
+		if (exec_nested_level == 0)
+			pgss_ng_flush();
+		next_ExecutorEnd(queryDesc);
+		return;
+	}
+
+	frame = begin_exec_frame(queryDesc);
+	InstrEndLoop(queryDesc->totaltime);
+	totaltime = *queryDesc->totaltime;
+	if (estate->es_jit)
+		jit = estate->es_jit->instr;
+#if PGSS_NG_HAVE_PARALLEL_WORKERS
+	workers.to_launch = PGSS_NG_PARALLEL_WORKERS_TO_LAUNCH(estate);
+	workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
+	parallel = &workers;
+#endif
+	{
+		PgssNgStore s = {
+			.query = queryDesc->sourceText,
+			.query_location = pstmt->stmt_location,
+			.query_len = pstmt->stmt_len,
+			.queryid = pstmt->queryId,
+			.toplevel = exec_nested_level == 0,
+			.phase = PGSS_NG_EXEC,
+			.total_time = totaltime.total * 1000.0,
+			.rows = PGSS_NG_ES_ROWS(estate),
+			.bufusage = &totaltime.bufusage,
+			.walusage = &totaltime.walusage,
+			.jitusage = estate->es_jit ? &jit : NULL,
+			.parallel = parallel,
+		};
+
+		PG_TRY();
+		{
+			next_ExecutorEnd(queryDesc);
+		}
+		PG_CATCH();
+		{
+			pgss_ng_stmt_failed(frame);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		pgss_ng_stmt_end(frame);
+
+		if (cpu_timed)
+		{
+			pgss_ng_cpu_exec_ended(&ending, &cpu);
+			s.cpu = &cpu;
+		}
+		pgss_ng_store(&s);
+	}
+
+	if (exec_nested_level == 0)
+		pgss_ng_flush();
 }
 
 /*
@@ -713,6 +786,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (!tracked || !pgss_ng_handled_utility(parsetree))
 	{
+		pgss_ng_cpu_other_call();
 		if (pgss_ng_bumps_level_untimed(parsetree))
 		{
 			exec_nested_level++;
