@@ -31,6 +31,7 @@ OBJS = \
 	src/normalize.o \
 	src/qtext.o \
 	src/sqlfuncs.o \
+	src/convert.o \
 	src/persist.o
 
 # pgss_ng, and pgss_ng_compat: pg_stat_statements' objects (those of this

@@ -358,10 +358,10 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
  * pgss_ng_qtext_valid
  *		Whether len bytes read from outside (the stats file) may become a
  *		stored text: valid in the given encoding, with no NUL byte (which
- *		pg_verify_mbstr rejects in every encoding).  The view converts
- *		texts with pg_any_to_server, which raises an ERROR on invalid
- *		bytes: a text that fails here would make every read of the view
- *		fail.  No lock, no allocation; never raises an ERROR.
+ *		pg_verify_mbstr rejects in every encoding), as every text the
+ *		server stores from a statement is.  The view's conversion
+ *		(convert.c) relies on both; it shows any such text in any reader's
+ *		encoding.  No lock, no allocation; never raises an ERROR.
  */
 bool
 pgss_ng_qtext_valid(const char *text, int len, int encoding)

@@ -40,6 +40,7 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
+#include "convert.h"
 #include "stmt_kind.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
@@ -167,7 +168,7 @@ typedef struct ReadRows
 	bool		showtext;
 	bool		is_allowed_role;	/* privileges of pg_read_all_stats */
 	Oid			userid;
-	int			db_encoding;
+	PgssNgConvert convert;		/* texts into the database's encoding */
 	Datum		no_privilege;	/* "<insufficient privilege>" */
 } ReadRows;
 
@@ -175,15 +176,14 @@ typedef struct ReadRows
  * put_identity_columns
  *		Emit userid, dbid, toplevel, queryid and query: the last two only
  *		for the role's own statements or with the privileges of
- *		pg_read_all_stats; the text converted from its encoding to the
- *		server's.  A text in the database's encoding is used as it is: it
- *		was valid when stored (from a statement the server had checked, or
- *		restored after pgss_ng_qtext_valid).  Returns the next column
+ *		pg_read_all_stats; the text in the database's encoding, each
+ *		character that has no equivalent there substituted (convert.c:
+ *		one role's text never makes a read fail).  Returns the next column
  *		index.
  */
 static int
 put_identity_columns(Datum *values, bool *nulls, int i,
-					 const PgssNgStmtSnapshot *es, const ReadRows *rr)
+					 const PgssNgStmtSnapshot *es, ReadRows *rr)
 {
 	values[i++] = ObjectIdGetDatum(es->key.userid);
 	values[i++] = ObjectIdGetDatum(es->key.dbid);
@@ -196,15 +196,14 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 		{
 			const char *data = VARDATA_ANY(es->query);
 			int			len = VARSIZE_ANY_EXHDR(es->query);
-			char	   *enc;
+			int			outlen;
+			const char *shown;
 
-			if (es->encoding == rr->db_encoding)
-				enc = unconstify(char *, data);
-			else
-				enc = pg_any_to_server(data, len, es->encoding);
-			/* no conversion gives back the same string */
-			values[i++] = enc == data ? PointerGetDatum(es->query) :
-				PointerGetDatum(cstring_to_text(enc));
+			shown = pgss_ng_convert_text(&rr->convert, data, len,
+										 es->encoding, &outlen);
+			/* a text that needs no change comes back as it is */
+			values[i++] = shown == data ? PointerGetDatum(es->query) :
+				PointerGetDatum(cstring_to_text_with_len(shown, outlen));
 		}
 		else
 			nulls[i++] = true;
@@ -298,7 +297,7 @@ pgss_ng(PG_FUNCTION_ARGS)
 	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	rr.userid = GetUserId();
 	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
-	rr.db_encoding = GetDatabaseEncoding();
+	pgss_ng_convert_init(&rr.convert);
 	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
 
 	InitMaterializedSRF(fcinfo, 0);
