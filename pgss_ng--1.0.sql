@@ -96,8 +96,8 @@ CREATE VIEW pgss_ng AS
 GRANT SELECT ON pgss_ng TO PUBLIC;
 
 -- The execution and planning time histograms of one entry: one row per
--- non-empty bucket.  Same privileges as the view's rows (a role reads its
--- own statements', pg_read_all_stats everyone's).
+-- non-empty bucket.  The view shows all roles' numbers, not which statement
+-- is whose: a queryid names one, so another role's needs pg_read_all_stats.
 CREATE FUNCTION pgss_ng_exec_time_histogram(userid oid, dbid oid,
     queryid bigint, toplevel bool,
     OUT lower_ms float8, OUT upper_ms float8, OUT count int8)

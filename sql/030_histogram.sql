@@ -17,7 +17,8 @@
 --   histograms (quantiles NULL, calls kept) and counting restarts; a full
 --   reset removes them.  Bad input: NULL arguments and unknown keys give
 --   no rows; another role's statement needs pg_read_all_stats (a role
---   reads its own).
+--   reads its own), while the view shows that role the entry's calls and
+--   quantiles without its queryid and text.
 --
 -- Expected output: expected/030_histogram.out on every server version.
 --
@@ -174,10 +175,20 @@ SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, 0, :h_qid, :'h_top');
 SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, NOT :'h_top'::bool);
 SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, 12345, :'h_top');
 
--- privileges: another role's statement needs pg_read_all_stats
+-- privileges: the view shows every role every entry's numbers, its
+-- quantiles too, but which statement it is (queryid, text) only for the
+-- role's own statements or with pg_read_all_stats; the histogram functions
+-- name the statement by its queryid, so another role's needs
+-- pg_read_all_stats
+SELECT calls AS h_calls, exec_time_p50 AS h_p50, exec_time_p999 AS h_p999
+FROM pgss_ng WHERE queryid = :h_qid \gset
 CREATE ROLE regress_pgss_ng_hist_user;
 CREATE ROLE regress_pgss_ng_hist_stats IN ROLE pg_read_all_stats;
 SET ROLE regress_pgss_ng_hist_user;
+SELECT count(*) AS same_numbers_unnamed FROM pgss_ng
+WHERE userid = :h_user AND queryid IS NULL
+  AND query = '<insufficient privilege>' AND calls = :h_calls
+  AND exec_time_p50 = :h_p50 AND exec_time_p999 = :h_p999;
 SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, 12345, :'h_top');
 SELECT count(*) FROM pgss_ng_exec_time_histogram(NULL, :h_db, :h_qid, :'h_top');

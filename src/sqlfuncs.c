@@ -5,10 +5,13 @@
  *	  pgss_ng_info() and the time histograms of one entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
- * Privileges follow pg_stat_statements: every role may read the view, but
- * only superusers and roles with the privileges of pg_read_all_stats see
- * the queryid and text of other roles' statements, and only they may read
- * the histograms of other roles' statements.  pgss_ng_reset() is revoked
+ * Privileges follow pg_stat_statements, one rule: every role sees every
+ * entry's numbers (counters, times, quantiles, CPU, errors), but which
+ * statement an entry is (its queryid and text) only for its own statements
+ * unless it has the privileges of pg_read_all_stats (superusers do).  The
+ * histogram functions name the entry by its queryid, so another role's
+ * need those privileges: an answer would tell that the role ran the
+ * statement of a queryid the caller computed.  pgss_ng_reset() is revoked
  * from PUBLIC in the install script.
  *
  * These functions only turn what the statement kind (stmt_kind.h) gives
@@ -396,9 +399,10 @@ pgss_ng_info(PG_FUNCTION_ARGS)
  *		toplevel), lowest first; none for an unknown entry (the functions
  *		are STRICT: NULL arguments give no rows either).
  *
- * Privileges as the view's: a role sees its own statements'; another
- * role's only with the privileges of pg_read_all_stats, else ERROR
- * (whether the entry exists or not, so that nothing is told about it).
+ * Privileges (see the file header): a role reads its own statements';
+ * another role's only with the privileges of pg_read_all_stats, since the
+ * key names the statement, else ERROR (whether the entry exists or not,
+ * so that nothing is told about it).
  * Errors: library not preloaded; that privilege.
  */
 static Datum
