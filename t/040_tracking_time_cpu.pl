@@ -33,13 +33,6 @@ my $node = pgss_node(
 	autovacuum => 'off');
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 
-sub quiet_psql
-{
-	my ($sql) = @_;
-	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
-	return $node->safe_psql('postgres', $sql);
-}
-
 # ------------------------------------------------ histograms and restart
 $node->safe_psql(
 	'postgres', q{
@@ -62,9 +55,9 @@ SELECT queryid, toplevel, calls, plans, exec_time_p50, exec_time_p99,
 	   exec_time_p999, plan_time_p50, plan_time_p999
 FROM pgss_ng ORDER BY queryid, toplevel};
 
-my $hist_before = quiet_psql($hist_sql);
-my $quant_before = quiet_psql($quant_sql);
-is( quiet_psql(
+my $hist_before = untracked_psql($node, $hist_sql);
+my $quant_before = untracked_psql($node, $quant_sql);
+is( untracked_psql($node,
 		q{SELECT calls, plans,
 				 (SELECT sum(count) FROM pgss_ng_exec_time_histogram(userid, dbid, queryid, toplevel)),
 				 (SELECT sum(count) FROM pgss_ng_plan_time_histogram(userid, dbid, queryid, toplevel))
@@ -72,9 +65,9 @@ is( quiet_psql(
 	'3|3|3|3',
 	'histograms hold the 3 executions and 3 plannings');
 $node->restart('fast');
-is(quiet_psql($hist_sql), $hist_before,
+is(untracked_psql($node, $hist_sql), $hist_before,
 	'a clean restart keeps every histogram bucket');
-is(quiet_psql($quant_sql), $quant_before,
+is(untracked_psql($node, $quant_sql), $quant_before,
 	'a clean restart keeps the quantile columns');
 
 # ------------------------------------------------------------- CPU time
@@ -84,7 +77,7 @@ my $proc_cpu = q{
 SELECT (f[12]::bigint + f[13]::bigint) * 10 AS cpu_ms
 FROM (SELECT string_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f) s};
 
-quiet_psql('SELECT pgss_ng_reset()');
+untracked_psql($node, 'SELECT pgss_ng_reset()');
 my $out = $node->safe_psql(
 	'postgres', qq{
 $proc_cpu;
@@ -94,7 +87,7 @@ SELECT pg_sleep(0.2);
 });
 my ($cpu0, undef, $cpu1) = split /\n/, $out;
 my $kernel_ms = $cpu1 - $cpu0;
-my ($exec_ms, $cpu_ms) = split /\|/, quiet_psql(
+my ($exec_ms, $cpu_ms) = split /\|/, untracked_psql($node,
 	q{SELECT total_exec_time, exec_user_time + exec_system_time
 	  FROM pgss_ng WHERE query = 'SELECT sum(g) FROM generate_series($1, $2) g'});
 note("CPU-bound statement: exec $exec_ms ms, exec CPU $cpu_ms ms, "
@@ -106,7 +99,7 @@ cmp_ok(abs($cpu_ms - $kernel_ms), '<=', 0.1 * $kernel_ms + 20,
 cmp_ok($cpu_ms, '>=', 0.5 * $kernel_ms,
 	'exec CPU >= 0.5 x the CPU time the backend got');
 
-is( quiet_psql(
+is( untracked_psql($node,
 		q{SELECT calls, exec_user_time + exec_system_time < 20,
 				 exec_user_time >= 0 AND exec_system_time >= 0,
 				 plan_user_time IS NOT NULL AND plan_system_time IS NOT NULL
@@ -125,13 +118,13 @@ $node->safe_psql(
 SELECT 'never sampled' AS t;
 SELECT pg_sleep(0.01);
 });
-is( quiet_psql(
+is( untracked_psql($node,
 		q{SELECT calls, exec_user_time IS NULL, exec_system_time IS NULL,
 				 plan_user_time IS NULL, plan_system_time IS NULL
 		  FROM pgss_ng WHERE query = 'SELECT $1 AS t'}),
 	'1|t|t|t|t',
 	'track_cpu off: CPU columns NULL for an entry never sampled');
-is( quiet_psql(
+is( untracked_psql($node,
 		q{SELECT calls, exec_user_time IS NOT NULL, plan_user_time IS NOT NULL
 		  FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)'}),
 	'2|t|t',

@@ -38,13 +38,6 @@ my $node = pgss_node(
 	autovacuum => 'off');
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 
-sub quiet_psql
-{
-	my ($sql) = @_;
-	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
-	return $node->safe_psql('postgres', $sql);
-}
-
 # The backend's own CPU time (ms) from /proc/self/stat (utime, stime:
 # fields 14 and 15, in clock ticks of 10 ms).
 my $proc_cpu = q{
@@ -58,14 +51,34 @@ my $heavy = 'SELECT count(*) FROM generate_series(1, 5000000) g';
 sub cpu_of
 {
 	my ($pattern, $toplevel) = @_;
-	my $r = quiet_psql(
+	my $r = untracked_psql($node,
 		qq{SELECT exec_user_time + exec_system_time, calls, total_exec_time
 		   FROM pgss_ng WHERE query LIKE '$pattern' AND toplevel = $toplevel});
 	return split /\|/, $r;
 }
 
+# check_split($what, $between, $kernel_ms, $cpu, $calls, $heavy_cpu)
+#	A statement ($what: cursor or portal) executed once, with a CPU-bound
+#	statement run between its $between: the kernel counted $kernel_ms ms
+#	of the backend's CPU around the CPU-bound statement, which is charged
+#	at least half of it; the other entry ($cpu, $calls) under a tenth.
+sub check_split
+{
+	my ($what, $between, $kernel_ms, $cpu, $calls, $heavy_cpu) = @_;
+	note("$what: kernel $kernel_ms ms, the CPU-bound statement's CPU "
+		  . "$heavy_cpu ms, the ${what}'s $cpu ms");
+	cmp_ok($kernel_ms, '>=', 50, "$what: the CPU-bound statement used CPU");
+	is($calls, 1, "the $what: one execution");
+	cmp_ok($cpu, '>=', 0, "the ${what}'s CPU time is reported");
+	cmp_ok($cpu, '<', 0.1 * $kernel_ms,
+		"the ${what}'s statement is not charged the statement run between its $between");
+	cmp_ok($heavy_cpu, '>=', 0.5 * $kernel_ms,
+		"$what: the CPU-bound statement is charged its own CPU time");
+	return;
+}
+
 # ------------------------------------------------------------- a cursor
-quiet_psql(
+untracked_psql($node,
 	q{CREATE FUNCTION cursor4() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
   c refcursor;
@@ -79,7 +92,7 @@ BEGIN
   CLOSE c;
   RETURN n;
 END $$});
-quiet_psql('SELECT pgss_ng_reset()');
+untracked_psql($node, 'SELECT pgss_ng_reset()');
 my $out = $node->safe_psql(
 	'postgres', qq{
 SET pgss_ng.track = 'all';
@@ -93,18 +106,10 @@ my ($cur_cpu, $cur_calls) =
   cpu_of('SELECT g AS cursor4 FROM generate_series($1, $2) g', 'false');
 my ($heavy_cpu) =
   cpu_of('SELECT count(*) %FROM generate_series($1, $2) g', 'false');
-note("cursor: kernel over the function $kernel_ms ms, the CPU-bound "
-	  . "statement's CPU $heavy_cpu ms, the cursor's $cur_cpu ms");
-cmp_ok($kernel_ms, '>=', 50, 'the CPU-bound statement used CPU');
-is($cur_calls, 1, 'the cursor: one execution');
-cmp_ok($cur_cpu, '>=', 0, "the cursor's CPU time is reported");
-cmp_ok($cur_cpu, '<', 0.1 * $kernel_ms,
-	"the cursor's statement is not charged the statement run between its fetches");
-cmp_ok($heavy_cpu, '>=', 0.5 * $kernel_ms,
-	'the CPU-bound statement is charged its own CPU time');
+check_split('cursor', 'fetches', $kernel_ms, $cur_cpu, $cur_calls, $heavy_cpu);
 
 # ------------------------------------- a named portal fetched in chunks
-quiet_psql('SELECT pgss_ng_reset()');
+untracked_psql($node, 'SELECT pgss_ng_reset()');
 my $c = PgssNgWire->connect($node, 'postgres', 'postgres');
 $c->query_row('BEGIN');
 $c->parse('s4', 'SELECT g AS portal4 FROM generate_series(1, 10) g');
@@ -131,18 +136,10 @@ $kernel_ms = $k1 - $k0;
 my ($p_cpu, $p_calls) =
   cpu_of('SELECT g AS portal4 FROM generate_series($1, $2) g', 'true');
 ($heavy_cpu) = cpu_of('SELECT count(*) FROM generate_series($1, $2) g', 'true');
-note("portal: kernel over the CPU-bound statement $kernel_ms ms, "
-	  . "its CPU $heavy_cpu ms, the portal's $p_cpu ms");
-cmp_ok($kernel_ms, '>=', 50, 'the CPU-bound statement used CPU');
-is($p_calls, 1, 'the portal: one execution');
-cmp_ok($p_cpu, '>=', 0, "the portal's CPU time is reported");
-cmp_ok($p_cpu, '<', 0.1 * $kernel_ms,
-	"the portal's statement is not charged the statement run between its chunks");
-cmp_ok($heavy_cpu, '>=', 0.5 * $kernel_ms,
-	'the CPU-bound statement is charged its own CPU time');
+check_split('portal', 'chunks', $kernel_ms, $p_cpu, $p_calls, $heavy_cpu);
 
 # ------------------------------------------------ parallel workers' CPU
-quiet_psql(
+untracked_psql($node,
 	q{CREATE TABLE par5 AS SELECT g FROM generate_series(1, 400000) g;
 	  VACUUM ANALYZE par5});
 my $parallel_set = q{
@@ -152,14 +149,14 @@ SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET parallel_leader_participation = off};
 like(
-	quiet_psql(
+	untracked_psql($node,
 		$parallel_set . q{;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT count(g) FROM par5 WHERE md5(g::text) < 'a'}),
 	qr/Workers Launched: 2/,
 	'the parallel plan launches 2 workers');
 
-quiet_psql('SELECT pgss_ng_reset()');
+untracked_psql($node, 'SELECT pgss_ng_reset()');
 $out = $node->safe_psql(
 	'postgres', qq{
 SET max_parallel_workers_per_gather = 0;
@@ -176,7 +173,7 @@ my (undef, $s0, undef, $s1, $l0, undef, $l1) = split /\n/, $out;
 my $serial_ms = $s1 - $s0;
 my $leader_ms = $l1 - $l0;
 my ($par_cpu, $par_calls, $par_exec) =
-  split /\|/, quiet_psql(
+  split /\|/, untracked_psql($node,
 	q{SELECT exec_user_time + exec_system_time, calls, total_exec_time
 	  FROM pgss_ng WHERE query = 'SELECT count(g) FROM par5 WHERE md5(g::text) < $1'});
 note("parallel: serial scan $serial_ms ms (kernel), leader over the "

@@ -18,7 +18,7 @@ our @EXPORT =
   setup_alice_bob crc32c write_file
   gdb_installed gdb_probe gdb_start gdb_send gdb_wait gdb_stop_re
   stopped_in stopped_or_answered gdb_bt gdb_release library_replaced
-  send_async wait_async stop_and_check_log);
+  send_async wait_async stop_and_check_log untracked_psql);
 
 # pgss_node($name, %gucs)
 #	Create, initdb and start a node whose postgresql.conf preloads pgss_ng
@@ -53,6 +53,16 @@ sub pgss_node
 	$node->append_conf('postgresql.conf', $conf);
 	$node->start if $opt{_start} // 1;
 	return $node;
+}
+
+# untracked_psql($node, $sql)
+#	safe_psql in database postgres with pgss_ng.track = none: the test's
+#	own set-up and reads leave no entries and change none.
+sub untracked_psql
+{
+	my ($node, $sql) = @_;
+	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
+	return $node->safe_psql('postgres', $sql);
 }
 
 # create_wide_table($node, $table, $ncols)
