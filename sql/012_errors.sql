@@ -105,8 +105,8 @@ SELECT plans, calls, errors, last_executed > :'t_last' AS after_start,
 FROM pgss_ng WHERE query LIKE '%_last' ORDER BY query COLLATE "C";
 
 -- Incremental reads: t0 < a < t1 < b < t2 < a again.  c fails before
--- t2 is read, but its failure is merged and flushed at the end of the
--- statement that reads t2: by flush time, it changed after t2.  Each
+-- t2 is read, and its failure is merged and flushed when the statement
+-- that reads t2 starts: it changed before t2 (issue 22, item 2).  Each
 -- read's own entry is flushed after the read (the next reads see it).
 SELECT pgss_ng_reset() IS NOT NULL, pg_stat_statements_reset() IS NOT NULL;
 SELECT clock_timestamp() AS t0 \gset

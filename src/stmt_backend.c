@@ -5,7 +5,8 @@
  *	  plannings and executions (pgss_ng_store) and failed executions
  *	  (pgss_ng_stmt_begin opens their frames, pgss_ng_stmt_merge_errors
  *	  turns their notes into pending counts), flush at the end of each
- *	  top-level statement, and the one exit sequence.
+ *	  top-level statement and at the start of a call after failures, and
+ *	  the one exit sequence.
  *
  * The exit sequence is one before_shmem_exit callback (stmt_exit),
  * registered by the first attach or frame of the backend, that does, in
@@ -50,6 +51,8 @@ static bool counted_attached = false;
 /* the failure note being merged, for the guard's error path */
 static PgssNgFailureNote merging;
 static bool merging_valid = false;
+
+static void merge_and_flush(bool force);
 
 /*
  * stmt_exit
@@ -132,10 +135,13 @@ pgss_ng_stmt_attached(void)
  *
  * The first frame of a backend registers the exit sequence (without
  * attaching), so that it runs should a FATAL end the very first
- * statement.  Failures noted since the last merge are merged first, so
- * that a session whose statements all fail, or a loop catching errors,
- * does not fill the notes (pgss_ng_stmt_merge_errors: guarded, may take
- * the locks of a store); otherwise it takes no lock and raises nothing.
+ * statement.  Failures noted since the last merge are merged and flushed
+ * first, waiting for entry locks (held only for a merge or a reader's
+ * copy; merge_and_flush), so that other sessions see them by the time
+ * this call starts, even in a session whose statements all fail (their
+ * executions never end, so no statement end flushes them), and so that a
+ * loop catching errors does not fill the notes.  Otherwise it takes no
+ * lock and raises nothing.
  */
 int
 pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
@@ -144,7 +150,7 @@ pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
 	if (unlikely(!exit_registered))
 		register_exit();
 	if (unlikely(pgss_ng_stmt_notes_waiting()))
-		pgss_ng_stmt_merge_errors();
+		merge_and_flush(true);
 	return pgss_ng_stmt_open_frame(queryid, toplevel, query, query_location,
 								   query_len, prior_ms);
 }
@@ -207,11 +213,11 @@ merge_errors_guarded(void *arg)
 /*
  * pgss_ng_stmt_merge_errors
  *		Turn the failed executions noted so far into pending counts: when
- *		the next tracked call opens its frame, at every pgss_ng_flush()
- *		(the end of each top-level statement, tracked or not), before a
- *		view read or reset of this backend, and at exit.  No ERROR escapes
- *		(pgss_ng_kind_guard); a note whose merge raised one counts as
- *		dropped.  Memory: the notes' texts are freed.
+ *		the next tracked call opens its frame (flushed at once then), at
+ *		every pgss_ng_flush() (the end of each top-level statement, tracked
+ *		or not), before a view read or reset of this backend, and at exit.
+ *		No ERROR escapes (pgss_ng_kind_guard); a note whose merge raised
+ *		one counts as dropped.  Memory: the notes' texts are freed.
  */
 void
 pgss_ng_stmt_merge_errors(void)
@@ -442,32 +448,30 @@ pgss_ng_store(const PgssNgStore *s)
 
 /*
  * flush_guarded
- *		The body of pgss_ng_flush(), run under pgss_ng_kind_guard(); no
- *		argument.
+ *		The flush of merge_and_flush(), run under pgss_ng_kind_guard(); arg
+ *		points to whether to wait for entry locks (pgss_ng_kind_flush's
+ *		force).
  */
 static void
 flush_guarded(void *arg)
 {
-	/* walsenders are not waited for at shutdown: never leave anything */
-	pgss_ng_kind_flush(pgss_ng_stmt_kind, am_walsender);
+	pgss_ng_kind_flush(pgss_ng_stmt_kind, *(bool *) arg);
 	/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
 	pgss_ng_kind_evict(pgss_ng_stmt_kind);
 }
 
 /*
- * pgss_ng_flush
- *		Merge the failed executions noted since the last flush into the
+ * merge_and_flush
+ *		Merge the failed executions noted since the last merge into the
  *		pending counters (pgss_ng_stmt_merge_errors), flush this backend's
- *		pending statement counters (see pgss_ng_kind_flush), then evict if
- *		live entries exceed max.  Called at the end of each top-level
- *		statement; entry locks are tried without waiting (walsenders wait:
- *		see pgss_ng_stmt_attach).  The SQL functions flush, waiting,
- *		through pgss_ng_stmt_read() and pgss_ng_stmt_reset().  An ERROR (e.g. a DSM segment that cannot be
- *		mapped while freeing) is caught and logged (pgss_ng_kind_guard);
- *		what stayed pending is retried next time.
+ *		pending statement counters (pgss_ng_kind_flush, waiting for entry
+ *		locks with force), then evict if live entries exceed max.  An ERROR
+ *		(e.g. a DSM segment that cannot be mapped while freeing) is caught
+ *		and logged (pgss_ng_kind_guard); what stayed pending is retried
+ *		next time.
  */
-void
-pgss_ng_flush(void)
+static void
+merge_and_flush(bool force)
 {
 	pgss_ng_stmt_merge_errors();
 	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
@@ -475,5 +479,19 @@ pgss_ng_flush(void)
 
 	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
 							  "flush statement statistics",
-							  flush_guarded, NULL);
+							  flush_guarded, &force);
+}
+
+/*
+ * pgss_ng_flush
+ *		merge_and_flush() at the end of each top-level statement: entry
+ *		locks are tried without waiting (walsenders wait: see
+ *		pgss_ng_stmt_attach).  The SQL functions flush, waiting, through
+ *		pgss_ng_stmt_read() and pgss_ng_stmt_reset().
+ */
+void
+pgss_ng_flush(void)
+{
+	/* walsenders are not waited for at shutdown: never leave anything */
+	merge_and_flush(am_walsender);
 }

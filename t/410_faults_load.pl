@@ -466,13 +466,19 @@ CREATE SEQUENCE sq;
 	like($s->{stderr}, qr/ERROR:  division by zero/, 'SELECT 1/0 fails');
 	$s->{stderr} = '';
 
-	# Counted (pending in the session), not yet flushed: no statement of
-	# that session ended.
+	# No statement of that session ended, but each failure was merged and
+	# flushed, with the nested counts of its call, when the session's next
+	# statement began (issue 22, item 2): the three calls of f_fail are
+	# seen; the failure of SELECT 1/0, the last one, is still pending.
 	is( check(
-			$node,
-			q{SELECT count(*) FROM pgss_ng WHERE query LIKE 'SELECT c_ FROM w'}),
-		'0',
-		'nested counts of failed statements still pending');
+			$node, q{
+			SELECT string_agg(query || ':' || calls || ':' || errors, ', '
+							  ORDER BY query)
+			FROM pgss_ng WHERE query LIKE 'SELECT c_ FROM w'
+							OR query LIKE 'SELECT f_fail()'}),
+		'SELECT c1 FROM w:3:0, SELECT c2 FROM w:3:0, '
+		  . 'SELECT c3 FROM w:3:0, SELECT f_fail():0:3',
+		'failed calls flushed when the next statement began');
 	$s->query_safe('SELECT 42 AS flush');
 	is( check(
 			$node, q{
