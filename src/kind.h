@@ -178,7 +178,8 @@ extern PgssNgKind *pgss_ng_kind_define(const PgssNgKindDesc *desc);
 extern void pgss_ng_kind_shmem_request(const PgssNgKindDesc *desc);
 extern Size pgss_ng_kind_shmem_size(const PgssNgKindDesc *desc);
 extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind,
-									   const char *shmem_name);
+									   const char *shmem_name,
+									   int max_entries);
 
 /*
  * backends.  The layer registers no exit callback: the kind's owner
@@ -227,7 +228,7 @@ typedef struct PgssNgKindCounters
 {
 	int64		entries;		/* live entries */
 	int64		entries_allocated;	/* live + removed not yet freed */
-	int64		entries_max;	/* max as this backend sees it */
+	int64		entries_max;	/* max, as published (one value for all) */
 	int64		dealloc;		/* eviction runs that evicted entries */
 	int64		backstop_skips; /* creations refused at the backstop */
 	int64		entries_evicted;	/* entries evicted */

@@ -353,7 +353,7 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	pgss_ng_kind_evict(kind);
 
 	if (pg_atomic_read_u32(&kind->ctl->entries_live) <
-		(uint32) kind->max_entries)
+		(uint32) kind_max(kind))
 		return create_body(kind, &ca, body_out, hdr_out);
 
 	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);
@@ -426,7 +426,7 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 static int
 max_pending(PgssNgKind *kind)
 {
-	return Max(1, Min(kind->desc->max_pending, kind->max_entries / 4));
+	return Max(1, Min(kind->desc->max_pending, kind_max(kind) / 4));
 }
 
 /*

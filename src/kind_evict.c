@@ -132,8 +132,9 @@ kind_decayed_usage(double usage, TimestampTz t, TimestampTz now)
 int
 kind_backstop(PgssNgKind *kind)
 {
-	return kind->max_entries + Min(kind->max_entries,
-								   PGSS_NG_BACKSTOP_MAX_EXTRA);
+	int			max = kind_max(kind);
+
+	return max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA);
 }
 
 /*
@@ -361,7 +362,7 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 {
 	PgssNgKindControl *ctl = kind->ctl;
 	Size		ksz = kind->desc->key_size;
-	int			max = kind->max_entries;
+	int			max = kind_max(kind);
 	int			batch;
 	int			nwant;
 	int			nevicted = 0;

@@ -97,6 +97,11 @@ typedef struct PgssNgKindControl
 	pg_atomic_uint64 dealloc;	/* eviction runs that evicted entries */
 	pg_atomic_uint64 entries_evicted;	/* entries those runs evicted */
 	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
+	pg_atomic_uint32 max_entries;	/* max: eviction keeps live entries at
+									 * or below it, the backstop is made of
+									 * it; one value for every process,
+									 * published by the kind's owner
+									 * (pgss_ng_kind_set_max_entries) */
 	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
 								 * (kind_guard.c, lookup_or_create) */
 	/* the in-place DSA area follows, MAXALIGN'd */
@@ -115,7 +120,6 @@ struct PgssNgKind
 	HTAB	   *pending;		/* key -> [PgssNgEntryRef, pending data] */
 	dlist_head	pending_list;	/* the pending entries' refs, oldest first */
 	int			npending;
-	int			max_entries;	/* eviction keeps live entries at or below */
 	bool		detaching;		/* at exit, after the last flush */
 };
 
@@ -140,6 +144,18 @@ extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
 extern double kind_decayed_usage(double usage, TimestampTz t,
 								 TimestampTz now);
 extern int	kind_backstop(PgssNgKind *kind);
+
+/*
+ * kind_max
+ *		max, as every process reads it: the shared value the kind's owner
+ *		published (PgssNgKindControl.max_entries), never a process's own
+ *		copy of a setting.  The one place the layer reads max from.
+ */
+static inline int
+kind_max(PgssNgKind *kind)
+{
+	return (int) pg_atomic_read_u32(&kind->ctl->max_entries);
+}
 
 /* kind_guard.c */
 extern void kind_release_locks_or_rethrow(void);

@@ -4,7 +4,8 @@
  *	  The kind layer's readers and maintenance: visiting every entry
  *	  (foreach), removing or
  *	  updating the entries whose key matches, reading or updating one
- *	  entry, and the kind-wide counters and limit.
+ *	  entry, and the kind-wide counters and limit (max, published in the
+ *	  control block).
  *
  * Owns: nothing of its own; it reads and removes what kind_entry.c creates,
  * and reads and resets the event counters of PgssNgKindControl.
@@ -148,7 +149,7 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 
 	out->entries = pg_atomic_read_u32(&ctl->entries_live);
 	out->entries_allocated = pg_atomic_read_u32(&ctl->entries_allocated);
-	out->entries_max = kind->max_entries;
+	out->entries_max = kind_max(kind);
 	out->dealloc = (int64) pg_atomic_read_u64(&ctl->dealloc);
 	out->entries_evicted = (int64) pg_atomic_read_u64(&ctl->entries_evicted);
 	out->backstop_skips = (int64) pg_atomic_read_u64(&ctl->backstop_skips);
@@ -156,19 +157,24 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 
 /*
  * pgss_ng_kind_set_max_entries / pgss_ng_kind_max_entries
- *		Set or read the number of live entries eviction keeps to, as this
- *		process sees it (each process sets it from its configuration).
+ *		Publish or read max, the number of live entries eviction keeps to
+ *		(and the backstop is made of): one value in the kind's control
+ *		block for every process, whatever each one's copy of the setting
+ *		says, so that a change takes hold everywhere at once.  The kind's
+ *		owner decides which processes publish (one at a time).  Atomic; no
+ *		lock.  Only after shared memory startup.
  */
 void
 pgss_ng_kind_set_max_entries(PgssNgKind *kind, int max_entries)
 {
-	kind->max_entries = max_entries;
+	Assert(max_entries > 0);
+	pg_atomic_write_u32(&kind->ctl->max_entries, (uint32) max_entries);
 }
 
 int
 pgss_ng_kind_max_entries(PgssNgKind *kind)
 {
-	return kind->max_entries;
+	return kind_max(kind);
 }
 
 /*

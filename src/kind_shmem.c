@@ -127,7 +127,9 @@ pgss_ng_kind_shmem_size(const PgssNgKindDesc *desc)
 
 /*
  * pgss_ng_kind_shmem_startup
- *		Create (first time) or find the kind's shared state.
+ *		Create (first time) or find the kind's shared state.  A new control
+ *		block starts with max_entries as max, until the kind's owner
+ *		publishes another (pgss_ng_kind_set_max_entries).
  *
  * Called from shmem_startup_hook with AddinShmemInitLock held, in the
  * postmaster (and again after a crash reinitialized shared memory).  The
@@ -141,7 +143,8 @@ pgss_ng_kind_shmem_size(const PgssNgKindDesc *desc)
  * Memory: tranche names in TopMemoryContext.  Errors: out of shared memory.
  */
 void
-pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
+pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
+						   int max_entries)
 {
 	bool		found;
 	PgssNgKindControl *ctl;
@@ -174,6 +177,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name)
 		pg_atomic_init_u64(&ctl->dealloc, 0);
 		pg_atomic_init_u64(&ctl->entries_evicted, 0);
 		pg_atomic_init_u64(&ctl->backstop_skips, 0);
+		pg_atomic_init_u32(&ctl->max_entries, (uint32) max_entries);
 		pgss_ng_errlimit_init(&ctl->errlimit);
 
 		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,

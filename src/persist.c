@@ -3,20 +3,25 @@
  * persist.c
  *	  Statistics that survive a clean restart: the pgss_ng writer, a
  *	  background worker that reads the stats file at startup and writes it
- *	  at a clean shutdown.
+ *	  at a clean shutdown, and publishes pgss_ng.max to every process.
  *
  * Who and when
  *	  The postmaster may not attach DSM segments, so it cannot read or write
  *	  entries that live in the kind's DSA area.  A background worker with
  *	  shared memory access (no database connection) does it:
- *	  - at start: if pgss_ng.save is on and PGSS_NG_STAT_FILE exists, it
- *		reads the whole file, removes it, checks it (size, magic number,
- *		format version, PostgreSQL major version, CRC-32C) and re-creates
- *		the entries, most valuable first, at most pgss_ng.max of them.  A
- *		bad file gives one WARNING naming it and the reason; statistics
- *		then start empty.  Because the file is removed once read, a crash
- *		or an immediate shutdown later leaves none: statistics start empty
- *		then, like PostgreSQL's own.
+ *	  - at start: it publishes its pgss_ng.max (pgss_ng_stmt_publish_max).
+ *		If pgss_ng.save is on and PGSS_NG_STAT_FILE exists, it reads the
+ *		whole file, removes it, checks it (size, magic number, format
+ *		version, PostgreSQL major version, CRC-32C) and re-creates the
+ *		entries, most valuable first, at most pgss_ng.max of them.  A bad
+ *		file gives one WARNING naming it and the reason; statistics then
+ *		start empty.  Because the file is removed once read, a crash or an
+ *		immediate shutdown later leaves none: statistics start empty then,
+ *		like PostgreSQL's own.
+ *	  - on SIGHUP, in its main loop and between two records of a restore:
+ *		it reloads the configuration, publishes pgss_ng.max and evicts at
+ *		once if the table is above it (writer_reload), so that a reload
+ *		takes hold in every backend, even one busy in a long statement.
  *	  - on SIGTERM (smart or fast shutdown; the postmaster sends it to
  *		background workers once the client backends are gone or going): it
  *		waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
@@ -178,7 +183,7 @@ pgss_ng_persist_init(void)
 	ereport(WARNING,
 			(errmsg("pgss_ng statistics will not be loaded or saved: its writer could not be registered (max_worker_processes = %d is too low)",
 					max_worker_processes),
-			 errdetail("The statistics file \"%s\" of an earlier run is removed, as it would be stale at the next start.",
+			 errdetail("The statistics file \"%s\" of an earlier run is removed, as it would be stale at the next start.  Changes of pgss_ng.max take hold only at the next start.",
 					   PGSS_NG_STAT_FILE),
 			 errhint("Raise max_worker_processes.")));
 	if (unlink(PGSS_NG_STAT_FILE) != 0 && errno != ENOENT)
@@ -539,11 +544,31 @@ check_stats_file(const char *data, Size *len, Size *pos,
 }
 
 /*
+ * writer_reload
+ *		If a reload was asked for (SIGHUP), read the configuration again,
+ *		publish pgss_ng.max to every process (pgss_ng_stmt_publish_max) and
+ *		evict at once if the table is now above it.  Called by the writer's
+ *		main loop and between two records of the restore, so that a
+ *		reload takes hold promptly whatever backends are doing.
+ */
+static void
+writer_reload(void)
+{
+	if (!ConfigReloadPending)
+		return;
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	pgss_ng_stmt_publish_max();
+	pgss_ng_stmt_evict();
+}
+
+/*
  * load_stats_file
  *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
  *		holds.  A file that fails any check is reported (bad_file) and
  *		ignored as a whole: nothing of it is loaded.  Records beyond
- *		pgss_ng.max (the file is sorted by value) are skipped.  The first
+ *		pgss_ng.max (the file is sorted by value) are skipped.  A reload
+ *		between two records is handled at once (writer_reload).  The first
  *		time shared memory runs out (the kind layer's allocation back-off
  *		starts: pgss_ng_kind_alloc_backing_off), the restore stops: the
  *		rest are skipped and counted in the one line logged at the end.
@@ -578,6 +603,7 @@ load_stats_file(void)
 		bool		restored = false;
 		bool		wellformed;
 
+		writer_reload();
 		(void) read_uint32(data, len, &pos, &reclen);	/* framing checked */
 		wellformed = pgss_ng_stmt_restore_record(data + pos, reclen,
 												 &restored);
@@ -688,6 +714,9 @@ pgss_ng_writer_main(Datum main_arg)
 	if (!pgss_ng_stmt_attach())
 		proc_exit(0);
 
+	/* a restarted writer may have missed reloads: publish what it read */
+	pgss_ng_stmt_publish_max();
+
 	/*
 	 * Load only once per life of shared memory: a writer restarted after a
 	 * stray SIGTERM finds the statistics live, and the file it wrote then
@@ -705,11 +734,7 @@ pgss_ng_writer_main(Datum main_arg)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		writer_reload();
 	}
 
 	/* let every backend flush its pending counts and detach */

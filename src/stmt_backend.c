@@ -5,8 +5,8 @@
  *	  plannings and executions (pgss_ng_store) and failed executions
  *	  (pgss_ng_stmt_begin opens their frames, pgss_ng_stmt_merge_errors
  *	  turns their notes into pending counts), flush at the end of each
- *	  top-level statement and at the start of a call after failures, and
- *	  the one exit sequence.
+ *	  top-level statement and at the start of a call after failures, the
+ *	  writer's eviction after a reload, and the one exit sequence.
  *
  * The exit sequence is one before_shmem_exit callback (stmt_exit),
  * registered by the first attach or frame of the backend, that does, in
@@ -458,6 +458,31 @@ flush_guarded(void *arg)
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, *(bool *) arg);
 	/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
 	pgss_ng_kind_evict(pgss_ng_stmt_kind);
+}
+
+/*
+ * evict_guarded
+ *		The body of pgss_ng_stmt_evict(), run under pgss_ng_kind_guard().
+ */
+static void
+evict_guarded(void *arg)
+{
+	if (pgss_ng_stmt_attach())
+		pgss_ng_kind_evict(pgss_ng_stmt_kind);
+}
+
+/*
+ * pgss_ng_stmt_evict
+ *		Evict now if live entries exceed max (pgss_ng_kind_evict), for the
+ *		writer after it published a lowered pgss_ng.max, so that the table
+ *		follows a reload without waiting for some backend's next flush.  No
+ *		ERROR escapes (pgss_ng_kind_guard).
+ */
+void
+pgss_ng_stmt_evict(void)
+{
+	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "evict statement entries",
+							  evict_guarded, NULL);
 }
 
 /*

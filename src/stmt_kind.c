@@ -9,8 +9,9 @@
  * flush, discard, free, needs room), the merge of pending into shared
  * counters, the lookup of a backend's pending data, the statement kind's
  * control block (PgssNgStmtControl: the info counters) and the GUC
- * pgss_ng.max.  What a backend records (attach, one call, failed
- * executions, flush, exit) is in stmt_backend.c; what readers see and
+ * pgss_ng.max, whose value the kind uses is one for every process
+ * (pgss_ng_stmt_publish_max).  What a backend records (attach, one call,
+ * failed executions, flush, exit) is in stmt_backend.c; what readers see and
  * resets in stmt_read.c; the saved record in stmt_saved.c.  Only these
  * files interpret the counters.
  *
@@ -64,7 +65,11 @@ const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES] = {
 };
 PgssNgStmtControl *pgss_ng_stmt_ctl = NULL;
 
-/* GUC pgss_ng.max: most live statement entries (eviction keeps to it) */
+/*
+ * GUC pgss_ng.max: most live statement entries (eviction keeps to it).
+ * This process's copy; what the kind uses is the value published in its
+ * control block (pgss_ng_stmt_publish_max).
+ */
 static int	stmt_max = 5000;
 
 /*
@@ -84,18 +89,6 @@ typedef struct StmtInitArg
 
 
 /*
- * stmt_assign_max
- *		GUC assign hook of pgss_ng.max, in every process that (re)loads the
- *		configuration: the statement kind evicts down to the new value at
- *		this backend's next flush.
- */
-static void
-stmt_assign_max(int newval, void *extra)
-{
-	pgss_ng_kind_set_max_entries(pgss_ng_stmt_kind, newval);
-}
-
-/*
  * pgss_ng_stmt_init
  *		Make the statement kind's handle and define pgss_ng.max.  Called
  *		from _PG_init while preloading.
@@ -103,7 +96,6 @@ stmt_assign_max(int newval, void *extra)
 void
 pgss_ng_stmt_init(void)
 {
-	/* first: the assign hook sets the handle's max */
 	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
 	DefineCustomIntVariable("pgss_ng.max",
 							"Sets the maximum number of statements tracked "
@@ -115,7 +107,24 @@ pgss_ng_stmt_init(void)
 							INT_MAX / 4,
 							PGC_SIGHUP,
 							0,
-							NULL, stmt_assign_max, NULL);
+							NULL, NULL, NULL);
+}
+
+/*
+ * pgss_ng_stmt_publish_max
+ *		Make this process's pgss_ng.max the one every process uses (the
+ *		kind's max, in its control block): eviction and the backstop then
+ *		follow it in every backend, whatever each one's own copy says
+ *		(a busy backend reloads only at its next command).  The postmaster
+ *		publishes the value it started with (pgss_ng_stmt_shmem_startup);
+ *		afterwards only the writer does, at its start and at each reload
+ *		(persist.c), so there is one publisher and it handles SIGHUP
+ *		promptly.  Atomic; no lock.
+ */
+void
+pgss_ng_stmt_publish_max(void)
+{
+	pgss_ng_kind_set_max_entries(pgss_ng_stmt_kind, stmt_max);
 }
 
 /*
@@ -147,7 +156,9 @@ pgss_ng_stmt_shmem_request(void)
 /*
  * pgss_ng_stmt_shmem_startup
  *		Create or find the statement kind and the info counters.  Called
- *		from shmem_startup_hook; takes AddinShmemInitLock.
+ *		from shmem_startup_hook (in the postmaster, whose pgss_ng.max the
+ *		new kind starts with: see pgss_ng_stmt_publish_max); takes
+ *		AddinShmemInitLock.
  */
 void
 pgss_ng_stmt_shmem_startup(void)
@@ -156,8 +167,8 @@ pgss_ng_stmt_shmem_startup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
-	pgss_ng_kind_shmem_startup(pgss_ng_stmt_kind, "pgss_ng statements");
-	pgss_ng_kind_set_max_entries(pgss_ng_stmt_kind, stmt_max);
+	pgss_ng_kind_shmem_startup(pgss_ng_stmt_kind, "pgss_ng statements",
+							   stmt_max);
 	pgss_ng_qtext_shmem_startup();
 
 	pgss_ng_stmt_ctl = ShmemInitStruct("pgss_ng info",

@@ -242,6 +242,7 @@ extern Size pgss_ng_stmt_shmem_size(void);
 extern void pgss_ng_stmt_shmem_request(void);
 extern void pgss_ng_stmt_shmem_startup(void);
 extern bool pgss_ng_stmt_ready(void);
+extern void pgss_ng_stmt_publish_max(void);
 
 /* a backend's attachment, with its exit sequence: stmt_backend.c */
 extern bool pgss_ng_stmt_attach(void);
@@ -250,6 +251,9 @@ extern uint32 pgss_ng_stmt_attached(void);
 /* the hooks: stmt_backend.c */
 extern void pgss_ng_store(const PgssNgStore *s);
 extern void pgss_ng_flush(void);
+
+/* the writer, after a reload: stmt_backend.c */
+extern void pgss_ng_stmt_evict(void);
 
 /*
  * failed executions, from the hooks: a frame opened here is closed with

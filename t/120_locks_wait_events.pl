@@ -14,10 +14,11 @@
 #                   pgss_ng_reset() frees that entry and releases the same
 #                   text: it needs the same partition lock.
 #   pgss_ng_dealloc candidate_cmp, the comparator of the sort that
-#                   pgss_ng_kind_evict() runs holding the dealloc lock (A
-#                   evicts after pgss_ng.max is lowered to 100 with ~150
-#                   entries); B runs pgss_ng_reset(), which waits for a
-#                   running eviction.
+#                   pgss_ng_kind_evict() runs holding the dealloc lock
+#                   (pgss_ng.max is lowered to 100 with ~150 entries, the
+#                   writer evicts down to 95, then A's new statements take
+#                   the table past 100: A evicts); B runs pgss_ng_reset(),
+#                   which waits for a running eviction.
 #   pgss_ng_alloc   pgss_ng_qtext_store, called by the init callback of a
 #                   new entry made with exactly max (100) live entries:
 #                   such a creation runs under the alloc lock (below max
@@ -288,33 +289,26 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		$g = gdb_break_a('dealloc', 'candidate_cmp') or last SCENARIO;
-
-		# Lower max and wait until the observer sees the new value: the
-		# postmaster has then reloaded.
+		# Lower max.  The writer publishes it to every backend and evicts
+		# down to it at once (95 entries): wait until it has.
 		$obs->query_safe('ALTER SYSTEM SET pgss_ng.max = 100');
 		$obs->query_safe('SELECT pg_reload_conf()');
 		my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 		usleep(50_000)
-		  while $obs->query_safe('SHOW pgss_ng.max') ne '100'
+		  while $obs->query_safe(
+			'SELECT entries_max = 100 AND entries <= 100 FROM pgss_ng_info') ne 't'
 		  && time() < $deadline;
 
-		# A reads the configuration when a command arrives, and the
-		# postmaster may signal A after the observer, so A's first SHOW
-		# may still see 5000: it then answers without evicting and is
-		# asked again, until a SHOW that sees 100 stops in the eviction.
-		my ($answer, $nshow) = ('', 0);
-		while ($answer ne 'stopped')
-		{
-			$am = send_async($sess_a, 'SHOW pgss_ng.max;');
-			$nshow++;
-			$answer = stopped_or_answered($g, 'candidate_cmp', $sess_a, $am)
-			  // 'timed out';
-			last if $answer ne 'stopped' && $answer ne '5000';
-		}
-		note("dealloc: A was asked $nshow time(s)");
+		# A makes new entries (shapes never seen: column 13 second) until
+		# one takes the table past max: that creation evicts, and stops in
+		# the sort.
+		$g = gdb_break_a('dealloc', 'candidate_cmp') or last SCENARIO;
+		$am = send_async($sess_a,
+			join('', map { "SELECT c$_, c13 FROM w;\n" } 1 .. 13)
+			  . 'SELECT entries_max FROM pgss_ng_info;');
 		last SCENARIO
-		  unless is($answer, 'stopped', 'dealloc: A stopped in candidate_cmp');
+		  unless ok(stopped_in($g, 'candidate_cmp'),
+			'dealloc: A stopped in candidate_cmp');
 		like(gdb_bt($g), qr/pgss_ng_kind_evict/,
 			'dealloc: called by pgss_ng_kind_evict');
 
