@@ -39,7 +39,9 @@
  *		it is held while such a body is allocated, initialized and
  *		published, never during a flush.
  *	  - <name>_dealloc serializes removals (eviction, reset): see
- *		kind_evict.c.  Flushes never wait for it.
+ *		kind_evict.c.  Flushes never wait for it.  A restore holds it
+ *		shared around each entry it restores, so that a full reset comes
+ *		wholly before or after that entry (pgss_ng_kind_restore_begin).
  *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
  *		taken innermost: after every lock of this layer.
  *
@@ -124,10 +126,10 @@ typedef struct PgssNgKindDesc
 	 * Release what the kind data owns (e.g. a query text) when the body is
 	 * freed.  Called by whoever releases the last reference: a flush (no
 	 * lock held), a creation that lost the race for its key (no lock of
-	 * this layer but possibly <name>_alloc), or a reset or eviction (the
-	 * entry's partition lock held exclusively, and <name>_dealloc);
-	 * nobody else can see the body any more.  It may only take locks that
-	 * come after those (innermost).
+	 * this layer but possibly <name>_alloc, or <name>_dealloc shared for
+	 * a restore), or a reset or eviction (the entry's partition lock held
+	 * exclusively, and <name>_dealloc); nobody else can see the body any
+	 * more.  It may only take locks that come after those (innermost).
 	 */
 	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
 
@@ -144,10 +146,10 @@ typedef struct PgssNgKindDesc
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
  * query text).  Called before the entry becomes visible, with no lock of
- * this layer held but possibly <name>_alloc (a creation past max); it
- * should not raise an ERROR, but if it does the body is given back
- * (create_body).  Returns false if something could not be stored (the
- * entry is created all the same).
+ * this layer held but possibly <name>_alloc (a creation past max) or
+ * <name>_dealloc shared (a restore); it should not raise an ERROR, but if
+ * it does the body is given back (create_body).  Returns false if
+ * something could not be stored (the entry is created all the same).
  */
 typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
 									void *arg);
@@ -244,11 +246,14 @@ extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
 extern bool pgss_ng_kind_alloc_backing_off(PgssNgKind *kind);
 
-/* persistence */
+/* persistence: a restore brackets what it does for each entry */
+extern bool pgss_ng_kind_restore_begin(PgssNgKind *kind,
+									   uint64 full_resets_seen);
 extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
 											   const void *key,
 											   PgssNgInitSharedFn init,
 											   void *arg, double usage);
+extern void pgss_ng_kind_restore_end(PgssNgKind *kind);
 extern double pgss_ng_kind_usage(const void *shared_data);
 extern bool pgss_ng_kind_read(PgssNgKind *kind, const void *key,
 							  PgssNgVisitFn visit, void *arg);

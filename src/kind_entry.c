@@ -223,10 +223,11 @@ insert_guarded(void *arg)
  * key at once: the loser finds the winner's element there, takes its
  * reference (still under that lock) and gives its own body back
  * (PGSS_NG_EXISTS).  The caller may hold <name>_alloc (past max, see
- * lookup_or_create) and nothing else of this layer.  Returns
- * PGSS_NG_FULL at the backstop, PGSS_NG_OUT_OF_MEMORY when shared memory
- * ran out or the allocation back-off lasts (every LWLock of the backend
- * is then released if the dshash insert failed: see insert_guarded).
+ * lookup_or_create) or <name>_dealloc shared (a restore) and nothing else
+ * of this layer.  Returns PGSS_NG_FULL at the backstop,
+ * PGSS_NG_OUT_OF_MEMORY when shared memory ran out or the allocation
+ * back-off lasts (every LWLock of the backend is then released if the
+ * dshash insert failed: see insert_guarded).
  * Errors: an ERROR from init or dsa mapping propagates, the body given
  * back first.
  */
@@ -684,20 +685,61 @@ pgss_ng_kind_flush(PgssNgKind *kind, bool force)
 }
 
 /*
+ * pgss_ng_kind_restore_begin / pgss_ng_kind_restore_end
+ *		Bracket what a restore does for one entry (pgss_ng_kind_restore and
+ *		the updates that go with it), so that a full reset comes wholly
+ *		before or wholly after it: begin takes <name>_dealloc shared (a
+ *		reset holds it exclusively while it counts itself and removes) and
+ *		checks that the full resets since shared memory was made are still
+ *		full_resets_seen, those the saved data is newer than (0 for data
+ *		saved before this server started).  If another came, begin returns
+ *		false with nothing held: the saved data is older than that reset,
+ *		and none of it may outlive it.  Evictions, which take
+ *		the lock without waiting, skip their turn meanwhile.  Call both in
+ *		one guarded call: after an ERROR the guard has released the lock,
+ *		and end has nothing left to release.
+ */
+bool
+pgss_ng_kind_restore_begin(PgssNgKind *kind, uint64 full_resets_seen)
+{
+	LWLockAcquire(kind->dealloc_lock, LW_SHARED);
+	if (pg_atomic_read_u64(&kind->ctl->full_resets) == full_resets_seen)
+		return true;
+	LWLockRelease(kind->dealloc_lock);
+	return false;
+}
+
+void
+pgss_ng_kind_restore_end(PgssNgKind *kind)
+{
+	if (LWLockHeldByMe(kind->dealloc_lock))
+		LWLockRelease(kind->dealloc_lock);
+}
+
+/*
  * pgss_ng_kind_restore
  *		Create an entry read back from disk, with the usage it was saved
- *		with (so eviction ranks it as before the restart).  Like
- *		pgss_ng_kind_create() otherwise.
+ *		with (so eviction ranks it as before the restart), or return
+ *		PGSS_NG_EXISTS if a backend made it first.  Between
+ *		pgss_ng_kind_restore_begin and _end.  Unlike pgss_ng_kind_create()
+ *		it never evicts, for max or for room: a restore stops at max
+ *		records (persist.c), and what the kind's memory cannot hold its init
+ *		callback drops, rather than evicting entries restored a moment ago.
+ *		Errors: those of create_body.
  */
 PgssNgCreateResult
 pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
 					 PgssNgInitSharedFn init, void *arg, double usage)
 {
+	CreateArgs	ca = {.kind = kind, .key = key, .init = init, .arg = arg,
+	.want_ref = false, .usage = usage};
 	dsa_pointer body;
 	PgssNgBodyHeader *hdr;
 
-	return lookup_or_create(kind, key, init, arg, false, usage, &body,
-							&hdr);
+	Assert(LWLockHeldByMeInMode(kind->dealloc_lock, LW_SHARED));
+	if (find_ref(kind, key, false, &body, &hdr))
+		return PGSS_NG_EXISTS;
+	return create_body(kind, &ca, &body, &hdr);
 }
 
 

@@ -97,6 +97,9 @@ typedef struct PgssNgKindControl
 	pg_atomic_uint64 dealloc;	/* eviction runs that evicted entries */
 	pg_atomic_uint64 entries_evicted;	/* entries those runs evicted */
 	pg_atomic_uint64 backstop_skips;	/* creations refused at the backstop */
+	pg_atomic_uint64 full_resets;	/* removals of every entry so far
+									 * (pgss_ng_kind_remove_matching with no
+									 * match), for restores */
 	pg_atomic_uint32 max_entries;	/* max: eviction keeps live entries at
 									 * or below it, the backstop is made of
 									 * it; one value for every process,

@@ -67,9 +67,12 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
  *		Remove every entry whose key matches (all if match is NULL) from the
  *		hash and release the hash's reference; bodies still referenced by
  *		pending data are freed by their last holder.  Returns the number of
- *		entries removed.  Locks: <name>_dealloc (waiting: a reset waits for
- *		a running eviction), then partition locks exclusively, one at a
- *		time, then each entry's lock to set removed.
+ *		entries removed.  Removing all (a full reset) is counted in
+ *		full_resets first, so that a restore in progress stops there (see
+ *		pgss_ng_kind_restore_begin).  Locks: <name>_dealloc (waiting: a reset
+ *		waits for a running eviction, or an entry being restored), then
+ *		partition locks exclusively, one at a time, then each entry's lock
+ *		to set removed.
  */
 uint64
 pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
@@ -80,6 +83,8 @@ pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 
 	/* removals (eviction, reset) are serialized */
 	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
+	if (match == NULL)
+		pg_atomic_fetch_add_u64(&kind->ctl->full_resets, 1);
 	dshash_seq_init(&status, kind->hash, true);
 	while ((he = dshash_seq_next(&status)) != NULL)
 	{

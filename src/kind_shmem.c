@@ -177,6 +177,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 		pg_atomic_init_u64(&ctl->dealloc, 0);
 		pg_atomic_init_u64(&ctl->entries_evicted, 0);
 		pg_atomic_init_u64(&ctl->backstop_skips, 0);
+		pg_atomic_init_u64(&ctl->full_resets, 0);
 		pg_atomic_init_u32(&ctl->max_entries, (uint32) max_entries);
 		pgss_ng_errlimit_init(&ctl->errlimit);
 

@@ -12,12 +12,14 @@
  *	  - at start: it publishes its pgss_ng.max (pgss_ng_stmt_publish_max).
  *		If pgss_ng.save is on and PGSS_NG_STAT_FILE exists, it reads the
  *		whole file, removes it, checks it (size, magic number, format
- *		version, PostgreSQL major version, CRC-32C) and re-creates the
- *		entries, most valuable first, at most pgss_ng.max of them.  A bad
- *		file gives one WARNING naming it and the reason; statistics then
- *		start empty.  Because the file is removed once read, a crash or an
- *		immediate shutdown later leaves none: statistics start empty then,
- *		like PostgreSQL's own.
+ *		version, PostgreSQL major version, CRC-32C, every record's form),
+ *		restores the info counters and re-creates the entries, most
+ *		valuable first, at most pgss_ng.max of them, never evicting: saved
+ *		texts that no longer fit are dropped instead.  A full reset during
+ *		the restore stops it (stmt_saved.c).  A bad file gives one WARNING
+ *		naming it and the reason; statistics then start empty.  Because the
+ *		file is removed once read, a crash or an immediate shutdown later
+ *		leaves none: statistics start empty then, like PostgreSQL's own.
  *	  - on SIGHUP, in its main loop and between two records of a restore:
  *		it reloads the configuration, publishes pgss_ng.max and evicts at
  *		once if the table is above it (writer_reload), so that a reload
@@ -430,13 +432,14 @@ read_stats_file(Size *len)
 }
 
 /*
- * check_framing
+ * check_records
  *		Whether the nrec records from pos on (each a uint32 length and that
- *		many bytes) end exactly at len; otherwise reports the problem
+ *		many bytes) end exactly at len and are each well-formed
+ *		(pgss_ng_stmt_record_wellformed); otherwise reports the problem
  *		(bad_file) and returns false.
  */
 static bool
-check_framing(const char *data, Size len, Size pos, uint32 nrec)
+check_records(const char *data, Size len, Size pos, uint32 nrec)
 {
 	uint32		i;
 
@@ -447,6 +450,11 @@ check_framing(const char *data, Size len, Size pos, uint32 nrec)
 		if (!read_uint32(data, len, &pos, &reclen) || len - pos < reclen)
 		{
 			bad_file("it is truncated");
+			return false;
+		}
+		if (!pgss_ng_stmt_record_wellformed(data + pos, reclen))
+		{
+			bad_file("malformed entry");
 			return false;
 		}
 		pos += reclen;
@@ -463,9 +471,9 @@ check_framing(const char *data, Size len, Size pos, uint32 nrec)
  * check_stats_file
  *		Check a stats file read into data: its size, magic number, format
  *		version, PostgreSQL major version, record size, CRC-32C, info block
- *		and the framing of every record.  On success, returns true with
- *		*len cut to exclude the CRC, *pos at the first record, the info
- *		block in *info and the number of records in *nrec; otherwise
+ *		and the framing and form of every record.  On success, returns true
+ *		with *len cut to exclude the CRC, *pos at the first record, the
+ *		info block in *info and the number of records in *nrec; otherwise
  *		reports the problem (bad_file) and returns false.
  */
 static bool
@@ -539,8 +547,8 @@ check_stats_file(const char *data, Size *len, Size *pos,
 		return false;
 	}
 
-	/* check every record's framing before creating anything */
-	return check_framing(data, *len, *pos, *nrec);
+	/* check every record before creating anything */
+	return check_records(data, *len, *pos, *nrec);
 }
 
 /*
@@ -565,13 +573,17 @@ writer_reload(void)
 /*
  * load_stats_file
  *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
- *		holds.  A file that fails any check is reported (bad_file) and
- *		ignored as a whole: nothing of it is loaded.  Records beyond
- *		pgss_ng.max (the file is sorted by value) are skipped.  A reload
- *		between two records is handled at once (writer_reload).  The first
- *		time shared memory runs out (the kind layer's allocation back-off
- *		starts: pgss_ng_kind_alloc_backing_off), the restore stops: the
- *		rest are skipped and counted in the one line logged at the end.
+ *		holds: the info counters first, then the entries.  A file that fails
+ *		any check is reported (bad_file) and ignored as a whole: nothing of
+ *		it is loaded.  Records beyond pgss_ng.max (the file is sorted by
+ *		value) are skipped.  A reload between two records is handled at
+ *		once (writer_reload).  The first time shared memory runs out (the
+ *		kind layer's allocation back-off starts:
+ *		pgss_ng_kind_alloc_backing_off), the restore stops: the rest are
+ *		skipped.  A full reset during the restore stops it too, and the
+ *		entries restored before it are gone with it (stmt_saved.c).  One
+ *		line at the end says what is there: entries restored, of which
+ *		without their text, and what was not restored and why.
  *		Memory: CurrentMemoryContext.  Errors: none of its own; unreadable
  *		files are reported as WARNING.
  */
@@ -585,9 +597,7 @@ load_stats_file(void)
 	uint32		nrec,
 				i;
 	PgssNgSavedInfo info;
-	Size		loaded = 0;
-	Size		skipped = 0;
-	Size		max;
+	PgssNgRestore rs;
 	bool		oom = false;
 
 	data = read_stats_file(&len);
@@ -596,53 +606,52 @@ load_stats_file(void)
 	if (!check_stats_file(data, &len, &pos, &info, &nrec))
 		return;
 
-	max = (Size) pgss_ng_kind_max_entries(kind);
-	for (i = 0; i < nrec && loaded + skipped < max; i++)
+	pgss_ng_stmt_restore_start(&rs);
+	pgss_ng_stmt_restore_info(&rs, &info);
+	for (i = 0; i < nrec && !rs.reset &&
+		 rs.restored + rs.skipped < (Size) pgss_ng_kind_max_entries(kind);
+		 i++)
 	{
 		uint32		reclen = 0;
-		bool		restored = false;
-		bool		wellformed;
+		Size		skipped = rs.skipped;
 
 		writer_reload();
-		(void) read_uint32(data, len, &pos, &reclen);	/* framing checked */
-		wellformed = pgss_ng_stmt_restore_record(data + pos, reclen,
-												 &restored);
-		if (!wellformed)
-		{
-			bad_file("malformed entry");
-			pgss_ng_kind_remove_matching(kind, NULL, NULL);
-			return;
-		}
+		(void) read_uint32(data, len, &pos, &reclen);	/* checked */
+		pgss_ng_stmt_restore_record(&rs, data + pos, reclen);
 		pos += reclen;
-		if (restored)
-			loaded++;
-		else if (pgss_ng_kind_alloc_backing_off(kind))
+		if (rs.skipped > skipped && pgss_ng_kind_alloc_backing_off(kind))
 		{
 			/* shared memory ran out: stop at the first time (one line) */
 			oom = true;
-			skipped = Min((Size) nrec, max) - loaded;
 			break;
 		}
-		else
-			skipped++;
 	}
 
-	pgss_ng_stmt_restore_info(&info);
-
-	if (oom)
+	if (rs.reset)
 		ereport(LOG,
-				(errmsg("pgss_ng restored %zu statement entries from \"%s\"; %zu more could not be restored",
-						loaded, PGSS_NG_STAT_FILE, skipped),
-				 errdetail("Shared memory ran out; the restore stopped there.")));
-	else if (skipped > 0)
+				(errmsg("pgss_ng restored no statement entries from \"%s\": all statistics were reset during the restore",
+						PGSS_NG_STAT_FILE),
+				 errdetail("The reset removed the %zu entries restored before it; the other %zu saved entries, older than the reset too, were not restored.",
+						   rs.restored, (Size) nrec - rs.restored)));
+	else if (oom || rs.skipped > 0)
 		ereport(LOG,
-				(errmsg("pgss_ng restored %zu statement entries from \"%s\"; %zu more could not be restored",
-						loaded, PGSS_NG_STAT_FILE, skipped),
+				(errmsg("pgss_ng restored %zu statement entries from \"%s\" (%zu of them without their query text); %zu more could not be restored",
+						rs.restored, PGSS_NG_STAT_FILE, rs.texts_dropped,
+						oom ? Min((Size) nrec,
+								  (Size) pgss_ng_kind_max_entries(kind)) -
+						rs.restored : rs.skipped),
+				 oom ?
+				 errdetail("Shared memory ran out; the restore stopped there.") :
 				 errdetail("A backend had already made the same entry, shared memory ran out, or a saved query text was not valid in its encoding.")));
+	else if (rs.texts_dropped > 0)
+		ereport(LOG,
+				(errmsg("pgss_ng restored %zu statement entries from \"%s\" (%zu of them without their query text)",
+						rs.restored, PGSS_NG_STAT_FILE, rs.texts_dropped),
+				 errdetail("Their saved query texts did not fit in pgss_ng.query_text_memory; qtext_dropped counts them.")));
 	else
 		ereport(LOG,
 				(errmsg("pgss_ng restored %zu statement entries from \"%s\"",
-						loaded, PGSS_NG_STAT_FILE)));
+						rs.restored, PGSS_NG_STAT_FILE)));
 }
 
 /*

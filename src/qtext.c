@@ -29,7 +29,11 @@
  * gives back its charge.  So a new text of up to QTEXT_RESERVE bytes
  * normally finds room.  A text whose node is larger than that is never
  * stored (query NULL, counted in qtext_dropped), so that one statement
- * cannot flush more than a 1/QTEXT_SHARE of the arena.
+ * cannot flush more than a 1/QTEXT_SHARE of the arena.  Texts read back
+ * from disk (pgss_ng_qtext_store with restore) are stored only below the
+ * cap minus QTEXT_RESERVE, so that a restore never makes eviction run:
+ * with a cap lowered across a restart, the texts that no longer fit are
+ * dropped and their entries kept.
  *
  * The dedup hash is created by the first backend that stores a text (the
  * postmaster must not create DSM segments, and this keeps the kind layer's
@@ -235,23 +239,35 @@ attach_dedup(dsa_area *area)
 }
 
 /*
+ * room_floor
+ *		The charged bytes past which the arena needs room (eviction makes
+ *		some: pgss_ng_qtext_needs_room): the cap minus QTEXT_RESERVE.
+ */
+static uint64
+room_floor(void)
+{
+	uint64		limit = qtext_ctl->limit_bytes;
+
+	return limit - QTEXT_RESERVE(limit);
+}
+
+/*
  * charge
- *		Reserve size charged bytes under the cap, with a compare-and-
- *		exchange loop (exact without a lock).  False, with nothing
- *		reserved, if the cap would be passed or size is over
+ *		Reserve size charged bytes up to upto (the cap, or less), with a
+ *		compare-and-exchange loop (exact without a lock).  False, with
+ *		nothing reserved, if upto would be passed or size is over
  *		QTEXT_RESERVE.  No lock; no ERROR.
  */
 static bool
-charge(Size size)
+charge(Size size, uint64 upto)
 {
-	uint64		limit = qtext_ctl->limit_bytes;
 	uint64		cur = pg_atomic_read_u64(&qtext_ctl->charged);
 
-	if ((uint64) size > QTEXT_RESERVE(limit))
+	if ((uint64) size > QTEXT_RESERVE(qtext_ctl->limit_bytes))
 		return false;
 	do
 	{
-		if (cur + size > limit)
+		if (cur + size > upto)
 			return false;
 	} while (!pg_atomic_compare_exchange_u64(&qtext_ctl->charged, &cur,
 											 cur + size));
@@ -276,7 +292,12 @@ uncharge(Size size)
  *		qtext_dropped) or is larger than 1/QTEXT_SHARE of the cap.  The
  *		cap is checked first, on the charged bytes (see the file header),
  *		so the outcome does not depend on whether the same text is already
- *		stored.
+ *		stored.  A restored text (restore: read back from disk) is charged
+ *		only up to the level where the arena needs room (room_floor), so
+ *		that restored texts never make eviction run, neither during the
+ *		restore nor at the next new entry: with a cap lowered across a
+ *		restart, the texts that no longer fit are dropped and their entries
+ *		kept.
  *
  * Locks: the partition lock of the text's hash in the dedup hash,
  * exclusively (no global lock); a new node is allocated and filled under
@@ -286,7 +307,7 @@ uncharge(Size size)
  * caller's guard releases the locks); nothing is allocated then.
  */
 dsa_pointer
-pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
+pgss_ng_qtext_store(dsa_area *area, const char *text, int len, bool restore)
 {
 	uint64		hash = XXH3_64bits(text, len);
 	Size		size = QTEXT_NODE_SIZE(len);
@@ -296,7 +317,7 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len)
 	QtextNode  *node;
 
 	/* the cap first, as if the text were new: see the file header */
-	if (!charge(size))
+	if (!charge(size, restore ? room_floor() : qtext_ctl->limit_bytes))
 	{
 		pg_atomic_fetch_add_u64(&qtext_ctl->dropped, 1);
 		return InvalidDsaPointer;
@@ -466,10 +487,7 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 bool
 pgss_ng_qtext_needs_room(void)
 {
-	uint64		limit = qtext_ctl->limit_bytes;
-
-	return pg_atomic_read_u64(&qtext_ctl->charged) >
-		limit - QTEXT_RESERVE(limit);
+	return pg_atomic_read_u64(&qtext_ctl->charged) > room_floor();
 }
 
 /*

@@ -38,7 +38,7 @@ extern Size pgss_ng_qtext_shmem_size(void);
 extern void pgss_ng_qtext_shmem_startup(void);
 
 extern dsa_pointer pgss_ng_qtext_store(dsa_area *area, const char *text,
-									   int len);
+									   int len, bool restore);
 extern bool pgss_ng_qtext_valid(const char *text, int len, int encoding);
 extern const char *pgss_ng_qtext_data(dsa_area *area, dsa_pointer text,
 									  int *len);

@@ -234,7 +234,8 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 
 		text = CleanQuerytext(text, &location, &len);
 	}
-	sh->qtext = pgss_ng_qtext_store(pgss_ng_kind_area(kind), text, len);
+	sh->qtext = pgss_ng_qtext_store(pgss_ng_kind_area(kind), text, len,
+									false);
 	sh->qtext_failed = ia->failed;
 	sh->encoding = GetDatabaseEncoding();
 	sh->stats_since = now;
@@ -431,7 +432,7 @@ replace_failed_text(PgssNgEntryRef *ref, const char *query, int location,
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) ref->shared_data;
 	dsa_area   *area = pgss_ng_kind_area(pgss_ng_stmt_kind);
 	const char *text = CleanQuerytext(query, &location, &len);
-	dsa_pointer qtext = pgss_ng_qtext_store(area, text, len);
+	dsa_pointer qtext = pgss_ng_qtext_store(area, text, len, false);
 	dsa_pointer unused = qtext;
 
 	if (!DsaPointerIsValid(qtext) || !pgss_ng_kind_lock_entry(ref, true))

@@ -245,16 +245,19 @@ reset_minmax(void *shared_data, void *arg)
  *		time histograms instead.
  *		Resetting everything also restarts the event counters of
  *		pgss_ng_info (dealloc, entries_evicted, dropped, backstop_skips,
- *		qtext_dropped, stats_reset).  Counts still pending in other
- *		backends for removed entries are discarded when they flush: they
- *		were made before the reset.  Returns the time of the reset.  Locks: the kind layer's
- *		(see pgss_ng_kind_remove_matching, pgss_ng_kind_update_matching),
- *		then the info spinlock.
+ *		qtext_dropped, stats_reset), and stops a restore in progress
+ *		(stmt_saved.c).  Counts still pending in other backends for
+ *		removed entries are discarded when they flush: they were made
+ *		before the reset.  Returns the time of the reset.  Locks: the kind
+ *		layer's (see pgss_ng_kind_remove_matching,
+ *		pgss_ng_kind_update_matching), then the info spinlock.
  */
 TimestampTz
 pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 {
 	ResetFilter f;
+	bool		all = userid == InvalidOid && dbid == InvalidOid &&
+		queryid == UINT64CONST(0);
 
 	f.userid = userid;
 	f.dbid = dbid;
@@ -272,10 +275,11 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 		return f.now;
 	}
 
-	pgss_ng_kind_remove_matching(pgss_ng_stmt_kind, reset_match, &f);
+	/* no filter for all: the kind layer counts a full reset (restores) */
+	pgss_ng_kind_remove_matching(pgss_ng_stmt_kind, all ? NULL : reset_match,
+								 &f);
 
-	if (userid == InvalidOid && dbid == InvalidOid &&
-		queryid == UINT64CONST(0))
+	if (all)
 	{
 		SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 		pgss_ng_stmt_ctl->dropped = 0;

@@ -7,11 +7,18 @@
  *
  * Owns: PgssNgStmtControl.loaded (the writer's alone).
  *
+ * A full reset wins over a restore: the saved statistics are older than
+ * any reset since the start, so once one came (the kind layer counts
+ * them), nothing more is restored, neither entries nor the info block,
+ * and what was restored before it went with it.  The kind layer's
+ * restore bracket (pgss_ng_kind_restore_begin/_end) puts a reset wholly
+ * before or after each entry and the info block.
+ *
  * Locking: records are made under each entry's lock held shared (the kind
- * layer's foreach); a restored entry is made like any other (partition
- * lock, alloc lock past max), then stamped or merged under its entry lock
- * held exclusively (update callbacks); the info counters are read and
- * written under their spinlock.
+ * layer's foreach); a restored entry is made, inside the restore bracket
+ * (<name>_dealloc shared), under its partition lock, then stamped or
+ * merged under its entry lock held exclusively (update callbacks); the
+ * info counters are read and written under their spinlock.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,21 +54,27 @@ typedef struct SaveState
 } SaveState;
 
 /*
- * What stmt_restore_init copies into a restored entry, and what
- * restore_guarded returns.
+ * What stmt_restore_init copies into a restored entry, and the restore it
+ * is part of, whose counts restore_guarded updates.
  */
 typedef struct StmtRestore
 {
+	PgssNgRestore *rs;
 	const PgssNgStmtRecord *rec;
 	const char *text;			/* its text (rec->qlen bytes), or NULL */
-	bool		restored;		/* set by restore_guarded */
+	bool		text_dropped;	/* set by stmt_restore_init */
 } StmtRestore;
 
+/* A restore's arguments of restore_info_guarded. */
+typedef struct InfoRestore
+{
+	PgssNgRestore *rs;
+	const PgssNgSavedInfo *in;
+} InfoRestore;
+
 /*
- * pgss_ng_stmt_save_info / pgss_ng_stmt_restore_info
- *		The info counters the writer saves with the entries, and their
- *		restore at start: the event counters add to what was counted since
- *		the start, stats_reset is the saved one.
+ * pgss_ng_stmt_save_info
+ *		The info counters the writer saves with the entries.
  */
 void
 pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
@@ -79,15 +92,61 @@ pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
 	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 }
 
+/*
+ * pgss_ng_stmt_restore_start
+ *		Begin a restore: nothing done yet, and every full reset since
+ *		shared memory was made (the kind layer's count starts at 0 there)
+ *		wins over it, a reset that came before the writer read the file
+ *		included.
+ */
 void
-pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in)
+pgss_ng_stmt_restore_start(PgssNgRestore *rs)
 {
-	pgss_ng_kind_restore_counters(pgss_ng_stmt_kind, in->dealloc,
-								  in->entries_evicted, in->backstop_skips);
+	memset(rs, 0, sizeof(*rs));	/* full_resets 0: all of them win */
+}
+
+/*
+ * restore_info_guarded
+ *		The body of pgss_ng_stmt_restore_info, run under pgss_ng_kind_guard()
+ *		(the restore bracket takes an LWLock).
+ */
+static void
+restore_info_guarded(void *arg)
+{
+	InfoRestore *ir = (InfoRestore *) arg;
+
+	if (!pgss_ng_kind_restore_begin(pgss_ng_stmt_kind, ir->rs->full_resets))
+	{
+		ir->rs->reset = true;
+		return;
+	}
+	pgss_ng_kind_restore_counters(pgss_ng_stmt_kind, ir->in->dealloc,
+								  ir->in->entries_evicted,
+								  ir->in->backstop_skips);
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
-	pgss_ng_stmt_ctl->dropped += in->dropped;
-	pgss_ng_stmt_ctl->stats_reset = in->stats_reset;
+	pgss_ng_stmt_ctl->dropped += ir->in->dropped;
+	pgss_ng_stmt_ctl->stats_reset = ir->in->stats_reset;
 	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
+	pgss_ng_kind_restore_end(pgss_ng_stmt_kind);
+}
+
+/*
+ * pgss_ng_stmt_restore_info
+ *		Restore the saved info counters, before the entries: the event
+ *		counters add to what was counted since the start, stats_reset is
+ *		the saved one (from then on it only moves forward: a reset sets it
+ *		to its own time, and no restore comes after one).  Not if a full
+ *		reset came since the restore began (rs->reset is then set).
+ *		Locks: the restore bracket, then the info spinlock.
+ */
+void
+pgss_ng_stmt_restore_info(PgssNgRestore *rs, const PgssNgSavedInfo *in)
+{
+	InfoRestore ir = {.rs = rs, .in = in};
+
+	if (!rs->reset)
+		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "restore saved counters",
+								  restore_info_guarded, &ir);
 }
 
 /*
@@ -171,9 +230,12 @@ pgss_ng_stmt_save_records(PgssNgSavedRecordFn fn, void *arg)
  * stmt_restore_init
  *		Init callback of a restored entry: counters, timestamps and text as
  *		saved; changed now (stamped again once published: see
- *		pgss_ng_stmt_restore_record).  Runs before the entry is published,
- *		with no lock of the kind layer held, or under its alloc lock for a
- *		creation past max; never raises an ERROR.
+ *		restore_guarded).  The text is stored only where it does not make
+ *		the arena need room (pgss_ng_qtext_store with restore): one that
+ *		does not fit is dropped (ra->text_dropped; counted in
+ *		qtext_dropped) and the entry kept.  Runs before the entry is published, inside the
+ *		restore bracket (<name>_dealloc shared); raises an ERROR only if
+ *		the text arena's dedup hash runs out of memory.
  */
 static bool
 stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
@@ -190,9 +252,11 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 	sh->last_executed = ra->rec->last_executed;
 	sh->changed_at = GetCurrentTimestamp();
 	sh->qtext = ra->text ?
-		pgss_ng_qtext_store(pgss_ng_kind_area(kind), ra->text, ra->rec->qlen) :
+		pgss_ng_qtext_store(pgss_ng_kind_area(kind), ra->text,
+							ra->rec->qlen, true) :
 		InvalidDsaPointer;
-	return true;
+	ra->text_dropped = ra->text && !DsaPointerIsValid(sh->qtext);
+	return !ra->text_dropped;
 }
 
 /*
@@ -232,9 +296,11 @@ stmt_restored_changed(void *shared_data, void *arg)
 /*
  * restore_guarded
  *		The body of pgss_ng_stmt_restore_record, run under
- *		pgss_ng_kind_guard(): create the entry of r->rec, or merge the
- *		record into the entry of a backend that made the same key first;
- *		r->restored says whether the saved counts are in.
+ *		pgss_ng_kind_guard(), inside the restore bracket: create the entry
+ *		of r->rec, or merge the record into the entry of a backend that
+ *		made the same key first, and count the outcome in r->rs.  Nothing,
+ *		and r->rs->reset set, if a full reset came since the restore began.
+ *		An ERROR leaves the record uncounted (the caller counts it skipped).
  */
 static void
 restore_guarded(void *arg)
@@ -242,61 +308,109 @@ restore_guarded(void *arg)
 	StmtRestore *r = (StmtRestore *) arg;
 	PgssNgKind *kind = pgss_ng_stmt_kind;
 	const PgssNgStmtRecord *rec = r->rec;
+	bool		restored;
 
+	if (!pgss_ng_kind_restore_begin(kind, r->rs->full_resets))
+	{
+		r->rs->reset = true;
+		return;
+	}
 	switch (pgss_ng_kind_restore(kind, &rec->key, stmt_restore_init, r,
 								 rec->usage))
 	{
 		case PGSS_NG_CREATED:
-			r->restored = true;
+			restored = true;
 			(void) pgss_ng_kind_update(kind, &rec->key, stmt_restored_changed,
 									   NULL);
+			if (r->text_dropped)
+				r->rs->texts_dropped++;
 			break;
 		case PGSS_NG_EXISTS:
 			/* a backend was faster: add the saved counts to its entry */
-			r->restored = pgss_ng_kind_update(kind, &rec->key,
-											  stmt_merge_saved,
-											  unconstify(PgssNgStmtRecord *,
-														 rec));
+			restored = pgss_ng_kind_update(kind, &rec->key, stmt_merge_saved,
+										   unconstify(PgssNgStmtRecord *, rec));
 			break;
 		default:
-			r->restored = false;
+			restored = false;
 			break;
 	}
+	if (restored)
+		r->rs->restored++;
+	else
+		r->rs->skipped++;
+	pgss_ng_kind_restore_end(kind);
+}
+
+/*
+ * read_record
+ *		Copy the fixed part of a record of len bytes (its text included)
+ *		into *rec and point *text at its text (NULL: none); false if the
+ *		record is malformed.
+ */
+static bool
+read_record(const char *data, Size len, PgssNgStmtRecord *rec,
+			const char **text)
+{
+	if (len < sizeof(PgssNgStmtRecord))
+		return false;
+	memcpy(rec, data, sizeof(PgssNgStmtRecord));
+	if (rec->qlen < -1 ||
+		len != sizeof(PgssNgStmtRecord) + Max(rec->qlen, 0) ||
+		!PG_VALID_BE_ENCODING(rec->encoding) ||
+		!pgss_ng_hist_valid(&rec->hist))
+		return false;
+	*text = rec->qlen >= 0 ? data + sizeof(PgssNgStmtRecord) : NULL;
+	return true;
+}
+
+/*
+ * pgss_ng_stmt_record_wellformed
+ *		Whether a record of len bytes (its text included) can be read: the
+ *		writer checks every record before restoring anything, and a file
+ *		with a malformed one is discarded as a whole.
+ */
+bool
+pgss_ng_stmt_record_wellformed(const char *data, Size len)
+{
+	PgssNgStmtRecord rec;
+	const char *text;
+
+	return read_record(data, len, &rec, &text);
 }
 
 /*
  * pgss_ng_stmt_restore_record
- *		Re-create one entry from a record of len bytes (its text included).
- *		Returns false if the record is malformed (persist.c then discards
- *		the whole file); *restored says whether the saved counts are in
- *		(merged into the entry of a backend that made the same key first,
- *		if need be); not when the backstop was reached, shared memory ran
- *		out, the text is not valid in its encoding or holds a NUL byte (the
- *		record is then skipped: pgss_ng_qtext_valid), or an ERROR was
- *		raised, which is logged (pgss_ng_kind_guard) and loses this entry
- *		only.  Caller attached, holding no LWLock.
+ *		Re-create one entry from a well-formed record of len bytes (its text
+ *		included; see pgss_ng_stmt_record_wellformed), or merge it into the
+ *		entry of a backend that made the same key first, and count the
+ *		outcome in rs: restored (a saved text that did not fit dropped:
+ *		texts_dropped), or skipped when the backstop was reached, shared
+ *		memory ran out, the text is not valid in its encoding or holds a NUL
+ *		byte (pgss_ng_qtext_valid), or an ERROR was raised, which is logged
+ *		(pgss_ng_kind_guard) and loses this entry only.  Nothing once a full
+ *		reset came (rs->reset).  Caller attached, holding no LWLock.
  */
-bool
-pgss_ng_stmt_restore_record(const char *data, Size len, bool *restored)
+void
+pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data, Size len)
 {
 	PgssNgStmtRecord rec;
-	StmtRestore r = {.rec = &rec};
+	StmtRestore r = {.rs = rs, .rec = &rec};
+	Size		counted = rs->restored + rs->skipped;
 
-	*restored = false;
-	if (len < sizeof(PgssNgStmtRecord))
-		return false;
-	memcpy(&rec, data, sizeof(PgssNgStmtRecord));
-	if (rec.qlen < -1 || len != sizeof(PgssNgStmtRecord) + Max(rec.qlen, 0) ||
-		!PG_VALID_BE_ENCODING(rec.encoding) || !pgss_ng_hist_valid(&rec.hist))
-		return false;
-	r.text = rec.qlen >= 0 ? data + sizeof(PgssNgStmtRecord) : NULL;
+	if (rs->reset)
+		return;
+	if (!read_record(data, len, &rec, &r.text))
+		elog(ERROR, "pgss_ng restore of a malformed record");
 
 	/* a forged or damaged text must never make the view fail: skip it */
 	if (r.text && !pgss_ng_qtext_valid(r.text, rec.qlen, rec.encoding))
-		return true;
+	{
+		rs->skipped++;
+		return;
+	}
 
-	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "restore a saved entry",
-							  restore_guarded, &r);
-	*restored = r.restored;
-	return true;
+	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "restore a saved entry",
+							restore_guarded, &r) &&
+		rs->restored + rs->skipped == counted)
+		rs->skipped++;
 }

@@ -134,11 +134,31 @@ typedef struct PgssNgStmtRecord
 typedef void (*PgssNgSavedRecordFn) (const char *data, Size len,
 									 double usage, void *arg);
 
+/*
+ * A restore in progress (the writer's load of the stats file), and what it
+ * did so far: pgss_ng_stmt_restore_start() begins it, the info block and
+ * each record are then restored through it.
+ */
+typedef struct PgssNgRestore
+{
+	uint64		full_resets;	/* full resets since shared memory was
+								 * made that the saved statistics are
+								 * newer than: none (0) */
+	Size		restored;		/* records whose counts are in */
+	Size		texts_dropped;	/* of those, saved texts that did not fit */
+	Size		skipped;		/* records that could not be restored */
+	bool		reset;			/* a full reset came: nothing more may be
+								 * restored */
+} PgssNgRestore;
+
 extern void pgss_ng_stmt_save_records(PgssNgSavedRecordFn fn, void *arg);
-extern bool pgss_ng_stmt_restore_record(const char *data, Size len,
-										bool *restored);
 extern void pgss_ng_stmt_save_info(PgssNgSavedInfo *out);
-extern void pgss_ng_stmt_restore_info(const PgssNgSavedInfo *in);
+extern bool pgss_ng_stmt_record_wellformed(const char *data, Size len);
+extern void pgss_ng_stmt_restore_start(PgssNgRestore *rs);
+extern void pgss_ng_stmt_restore_info(PgssNgRestore *rs,
+									  const PgssNgSavedInfo *in);
+extern void pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data,
+										Size len);
 extern bool pgss_ng_stmt_loaded(void);
 extern void pgss_ng_stmt_set_loaded(void);
 
