@@ -7,6 +7,12 @@
 #   pgss_ng must be loaded via "shared_preload_libraries"   (SQLSTATE 55000)
 # in the same session, which stays usable; no backend crashes and the
 # server is still up afterwards.
+#
+# The GUCs exist only when pgss_ng is preloaded: a server that preloads it
+# lists exactly its seven pgss_ng.* settings in pg_settings; on this one
+# none appears, neither in a session that loaded the library (LOAD, or by
+# calling its functions), and SHOW of each fails with "unrecognized
+# configuration parameter" while current_setting(name, true) is NULL.
 use strict;
 use warnings;
 
@@ -68,6 +74,45 @@ is($out[-1], 'still usable', 'the session survives the errors');
 my @errors = ($stderr =~ /^psql:<stdin>:\d+: ERROR:  (.*)$/mg);
 is_deeply(\@errors, [ ($msg) x scalar(@stmts) ],
 	'one ERROR per statement, with exactly that message');
+
+# The GUCs: the names a preloading server defines, none here.
+my @gucs = qw(pgss_ng.max pgss_ng.query_text_memory pgss_ng.save
+  pgss_ng.track pgss_ng.track_cpu pgss_ng.track_planning
+  pgss_ng.track_utility);
+my $settings_sql =
+  q{SELECT coalesce(string_agg(name, ' ' ORDER BY name), 'none')
+	FROM pg_settings WHERE name LIKE 'pgss\_ng.%'};
+{
+	my $pre = pgss_node('preloaded');
+	is($pre->safe_psql('postgres', $settings_sql),
+		join(' ', @gucs), 'a preloading server defines the seven GUCs');
+	$pre->stop;
+}
+is($node->safe_psql('postgres', $settings_sql),
+	'none', 'no pgss_ng GUC without preloading');
+{
+	my ($out, $err) = ('', '');
+	$node->psql(
+		'postgres', "SELECT * FROM pgss_ng_info;\n$settings_sql",
+		stdout => \$out, stderr => \$err, on_error_stop => 0);
+	like($err, qr/\Q$msg\E/, 'a function call loads the library and fails');
+	is($out, 'none', 'no pgss_ng GUC either once the library is loaded');
+}
+$script = "LOAD 'pgss_ng';\n$settings_sql;\n";
+for my $g (@gucs)
+{
+	$script .= "SELECT current_setting('$g', true) IS NULL;\n"
+	  . "SHOW $g;\n\\echo :SQLSTATE :LAST_ERROR_MESSAGE\n";
+}
+($ret, $stdout, $stderr) =
+  $node->psql('postgres', $script, on_error_stop => 0);
+is($ret, 0, 'psql ran the GUC script');
+is( $stdout,
+	join("\n",
+		'none',
+		map { ('t', qq{42704 unrecognized configuration parameter "$_"}) }
+		  @gucs),
+	'after LOAD: no pgss_ng GUC; current_setting() NULL and SHOW fails for each');
 
 # still up, nothing crashed
 is($node->safe_psql('postgres', 'SELECT 1 + 1'), '2', 'server is still up');
