@@ -15,7 +15,11 @@
  * and with both histograms over every bucket; the extremes and zero
  * times; counts left outside a window (a pair read from a file) never
  * counted; saturation; the reader's one-pass quantiles of a copy of the
- * used slots; pgss_ng_hist_valid().
+ * used slots; pgss_ng_hist_valid().  The first check says whether
+ * hist.c's Assert()s are compiled in (t/050 builds with
+ * -DUSE_ASSERT_CHECKING); a failed Assert prints "not ok assertion ..."
+ * and exits with status 2.  The exit status is 1 when a check failed, 0
+ * when all passed.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +38,25 @@
 #define BOUND	0.04951			/* (g - 1) / (g + 1), g = 2^(1/7) */
 
 static int	failures = 0;
+
+#ifdef USE_ASSERT_CHECKING
+/*
+ * The server's ExceptionalCondition is not linked in: report a failed
+ * Assert() of hist.c as a failed check and stop.
+ */
+void
+ExceptionalCondition(const char *conditionName,
+#if PG_VERSION_NUM < 160000
+					 const char *errorType,
+#endif
+					 const char *fileName, int lineNumber)
+{
+	printf("not ok assertion \"%s\" failed at %s:%d\n", conditionName,
+		   fileName, lineNumber);
+	fflush(stdout);
+	exit(2);
+}
+#endif
 
 static void
 check(bool cond, const char *what, const char *detail)
@@ -174,6 +197,13 @@ main(void)
 	bool		good;
 	double		lo;
 	double		hi;
+
+#ifdef USE_ASSERT_CHECKING
+	check(true, "asserts: hist.c's Assert()s are compiled in", "");
+#else
+	check(false, "asserts: hist.c's Assert()s are compiled in",
+		  "built without -DUSE_ASSERT_CHECKING");
+#endif
 
 	/* --- the layout */
 	good = true;
