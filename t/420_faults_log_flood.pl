@@ -16,8 +16,15 @@
 #    could not" line is logged.
 # 2. A new start without a file: 20000 new distinct statements, most of
 #    which cannot get an entry: every statement succeeds, entries + dropped
-#    = 20000, and the "pgss_ng could not" lines are at most one per 10 s
-#    of the run (plus one) — before the fix there was one per statement.
+#    = 20000 with dropped > 0, at least one "pgss_ng could not" line is
+#    logged, and they are at most one per 10 s of the run (plus one) —
+#    before the fix there was one per statement.  Then one new statement
+#    every 0.1 s until the second "could not record a statement" line:
+#    it comes at least 10 s after the first (log timestamps) and its
+#    DETAIL gives the count of those suppressed in between, at least one
+#    (the statements of the run kept trying while the allocation back-off
+#    allowed, 0.1 s after the first failure, then 0.2 s, ...) and, with
+#    the two lines' own, at most the executions dropped.
 #
 # The 20000 distinct statements select distinct pairs of columns of a wide
 # table: no constants, so they stay distinct on every version (SET values,
@@ -29,6 +36,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use Time::Local qw(timegm);
 use POSIX qw(ceil);
 
 use PgssNgTest;
@@ -148,9 +156,65 @@ $log = slurp_file($node->logfile, $pos);
 my $bound = 1 + ceil($elapsed / 10);
 note(sprintf('%d "could not" lines in %.1f s (bound %d); first: %s',
 		scalar(@could), $elapsed, $bound, $could[0] // ''));
+cmp_ok(scalar(@could), '>=', 1, 'shared memory ran out: a "could not" line');
 cmp_ok(scalar(@could), '<=', $bound, 'at most one "could not" line per 10 s');
-is(quiet_psql('SELECT entries + dropped FROM pgss_ng_info'), 20000,
+my ($entries, $dropped) = split /\|/,
+  quiet_psql('SELECT entries, dropped FROM pgss_ng_info');
+cmp_ok($dropped, '>', 0, "statements were dropped ($dropped)");
+is($entries + $dropped, 20000,
 	'every statement not recorded is counted in dropped');
+
+# The "record a statement" lines of the log: [time (s), suppressed count
+# from its DETAIL or 0].
+sub record_lines
+{
+	my @r;
+	for my $l (split /\n/, slurp_file($node->logfile))
+	{
+		my ($y, $mo, $d, $h, $mi, $sec, $what) = $l =~
+		  /^(\d+)-(\d+)-(\d+) (\d+):(\d+):(\d+\.\d+) UTC \[\d+\] .*?(?:LOG|DETAIL):  (.*)$/
+		  or next;
+		if ($what =~ /^pgss_ng could not record a statement: /)
+		{
+			push @r,
+			  [ timegm(0, $mi, $h, $d, $mo - 1, $y) + $sec, 0 ];
+		}
+		elsif (@r && $what =~
+			/^(\d+) more such messages were suppressed since the last one\.$/)
+		{
+			$r[-1][1] = $1;
+		}
+	}
+	return @r;
+}
+
+# One new statement every 0.1 s (not seen before: each tries to make an
+# entry) until the second line is logged.
+{
+	my $poll = $node->background_psql('postgres');
+	my $n = 0;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (record_lines() < 2 && time() < $deadline)
+	{
+		$n++;
+		my ($i, $j) = (3 + int($n / 147), 3 + $n % 147);
+		$poll->query_safe("SELECT c1, c2, c$i, c$j FROM w");
+		usleep(100_000);
+	}
+	$poll->quit;
+	note("$n more statements until the second line");
+}
+my @rec = record_lines();
+$dropped = quiet_psql('SELECT dropped FROM pgss_ng_info');
+note(sprintf('"record a statement" lines: %s; dropped %d',
+		join(', ', map { sprintf('%.3f s +%d', $_->[0] - $rec[0][0], $_->[1]) } @rec),
+		$dropped));
+cmp_ok(scalar(@rec), '>=', 2, 'a second "could not record a statement" line');
+cmp_ok($rec[1][0] - $rec[0][0], '>=', 10 - 0.002,
+	'it came at least 10 s after the first (1 ms log precision)');
+cmp_ok($rec[1][1], '>=', 1, 'it says how many were suppressed since the first');
+cmp_ok($rec[1][1] + 2, '<=', $dropped,
+	'those suppressed and the two lines\' are at most the executions dropped');
 
 $node->stop('fast');
 done_testing();
