@@ -4,7 +4,10 @@
 #
 # - pg_cancel_backend() from another session while the target sleeps
 #   (the canceller waits until pg_stat_activity shows the target waiting
-#   in PgSleep).
+#   in PgSleep, then half a second more).  error_exec_time lies between
+#   the client-side gaps (monotonic clock) from that sight to the cancel,
+#   which the statement certainly ran through, and from sending the
+#   statement to receiving its error, which holds all of it.
 # - A deadlock between two sessions on advisory locks: the waiter's lock
 #   request is seen in pg_locks before the other session closes the cycle;
 #   only the second session checks for deadlocks (deadlock_timeout 10ms
@@ -15,6 +18,12 @@
 #   pg_terminate_backend(), also when the terminated statement is the
 #   session's very first (nothing attached the backend before: its first
 #   failure frame registered the exit sequence, which attaches then).
+# - A failure nested deeper than the 64 frames and notes of a backend
+#   (track = all): a function recursing through "PERFORM 1 FROM f(n - 1)"
+#   raises at depth n, so the error passes through n + 1 tracked
+#   executions.  At depth 10 each counts one error, nothing dropped; at
+#   depth 100 the outer 64 count (1 top-level, 63 nested) and the other
+#   37 count in dropped.
 # - Incremental reads while other clients run: a read with changed_since
 #   = the start of the previous read returns exactly the entries the
 #   other sessions changed in between.
@@ -29,6 +38,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use PgssNgTest;
+use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC usleep);
+
+sub now_s { return clock_gettime(CLOCK_MONOTONIC); }
 
 my $node = pgss_node(
 	'errors',
@@ -77,18 +89,27 @@ obs('SELECT pgss_ng_reset()');
 {
 	my $s = $node->background_psql('postgres', on_error_stop => 0);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $t_sent = now_s();
 	$s->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(600);\n");
 	wait_activity($pid, "wait_event = 'PgSleep'", 'cancel: target sleeping');
+	my $t_seen = now_s();
+	usleep(1000) while now_s() < $t_seen + 0.5;
+	my $t_cancel = now_s();
 	is(obs("SELECT pg_cancel_backend($pid)"), 't', 'cancel: sent');
 	$s->query('SELECT 1 AS after_cancel');
+	my $t_error = now_s();
 	like($s->{stderr}, qr/canceling statement due to user request/,
 		'cancel: the statement was cancelled');
 	$s->{stderr} = '';
 	$s->query_safe('SELECT 1 AS after_cancel');
 	is(counts('SELECT pg_sleep($1)'), '0 1', 'cancel: one error, no call');
-	is(obs(q{SELECT error_exec_time > 0 AND error_exec_time < 600000
-			 FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)'}),
-		't', 'cancel: error_exec_time is the time slept');
+	my $slept = obs(q{SELECT error_exec_time FROM pgss_ng
+					 WHERE query = 'SELECT pg_sleep($1)'});
+	my ($lo, $hi) = (1000 * ($t_cancel - $t_seen), 1000 * ($t_error - $t_sent));
+	note(sprintf('cancel: error_exec_time %.3f ms, bounds %.3f .. %.3f ms',
+			$slept, $lo, $hi));
+	ok($slept >= $lo && $slept <= $hi,
+		'cancel: error_exec_time is the time slept (within the client-side gaps)');
 	is(counts('SELECT $1 AS after_cancel'), '2 0',
 		'cancel: the next statements counted exactly');
 	$s->quit;
@@ -196,6 +217,38 @@ obs('SELECT pgss_ng_reset()');
 	is(counts('SELECT * FROM sleepy'), '0 1',
 		'terminate first: the first statement counted one error at exit');
 	$s->{run}->kill_kill;
+}
+
+# ------------------------------------------------------------ past 64 deep
+$node->safe_psql(
+	'postgres', q{
+CREATE FUNCTION f_deep(n int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  IF n = 0 THEN
+    RAISE EXCEPTION 'deep';
+  END IF;
+  PERFORM 1 FROM f_deep(n - 1);
+  RETURN 0;
+END$$;});
+for my $depth (10, 100)
+{
+	obs('SELECT pgss_ng_reset()');
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	$s->query_safe("SET pgss_ng.track = 'all'");
+	$s->query("SELECT f_deep($depth)");
+	like($s->{stderr}, qr/ERROR:  deep/, "depth $depth: the function failed");
+	$s->{stderr} = '';
+	# the next statement merges what was noted (and what was not)
+	$s->query_safe('SELECT 1 AS after_deep');
+	my ($noted, $lost) = $depth + 1 <= 64 ? ($depth + 1, 0) : (64, $depth + 1 - 64);
+	is( obs(q{SELECT string_agg(toplevel || ' ' || calls || ' ' || errors, ', '
+							   ORDER BY toplevel)
+			  FROM pgss_ng WHERE query LIKE '%f\_deep(%'}),
+		'false 0 ' . ($noted - 1) . ', true 0 1',
+		"depth $depth: the outer $noted failed executions counted in errors");
+	is(obs('SELECT dropped FROM pgss_ng_info'), $lost,
+		"depth $depth: the $lost deeper ones counted in dropped");
+	$s->quit;
 }
 
 # ------------------------------------------------------------ incremental
