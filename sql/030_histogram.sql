@@ -1,74 +1,111 @@
 --
 -- 030_histogram: the execution-time histogram and its quantiles.
---   pg_sleep 1 ms x 50, 20 ms x 5, 200 ms x 1 (one entry): its histogram
---   holds exactly 56 calls, none in a bucket below the asked time, the
---   quantiles lie in the bucket of their rank and, for p99/p999 (rank 56:
---   the slowest call, whose exact time is max_exec_time), within the
---   bound (gamma - 1) / (gamma + 1) = 4.951% with gamma = 2^(1/7).  A sleep
---   can only get longer under load; the few assertions with an upper time
---   (a 1 ms sleep takes under 15 ms, a 20 ms one under 150 ms) are
---   generous.  Buckets are log-spaced (upper / lower = gamma).  Plan-time
---   quantiles are NULL without track_planning, and with it the plan
---   histogram holds every planning.  Times under 10 us and an OLTP
---   spread in one entry (pg_sleep(0.0) x 100, pg_sleep(0.005) x 5, with
---   track_planning): every exec and plan quantile lies in the bucket of
---   its rank, and that bucket has the ratio 2^(1/7) (none is open-ended
---   for such times), so each is within the bound.  A min/max reset empties the
---   histograms (quantiles NULL, calls kept) and counting restarts; a full
---   reset removes them.  Bad input: NULL arguments and unknown keys give
---   no rows; another role's statement needs pg_read_all_stats (a role
---   reads its own), while the view shows that role the entry's calls and
---   quantiles without its queryid and text.
+--   Known sleeps in one entry, each bounded from both sides: the nested
+--   statement "SELECT 1 FROM pg_sleep(d)" (track = all) of three wrapper
+--   functions, h1() (d = 1 ms) x 50, h20() (20 ms) x 5, h200() (200 ms)
+--   x 1.  A sleep of d takes at least d, and at most the longest
+--   execution of its wrapper (m1, m20, m200: "SELECT h1()" etc. are
+--   entries of their own, and a nested execution runs inside its
+--   wrapper's), so every bound below holds however loaded the machine,
+--   and is tight when it is not (m1 is about 1.1 ms).  The nested entry's
+--   histogram holds exactly 56 calls, none in a bucket below 1 ms; at
+--   least 6 in buckets reaching above 20 ms and at most 6 in buckets
+--   wholly above m1 (only the 20 and 200 ms sleeps can be there); at
+--   least 1 above 200 ms and at most 1 wholly above max(m1, m20).  Each
+--   quantile lies in the bucket of its rank (nearest rank: ceil(q * 56))
+--   and within the bound (gamma - 1) / (gamma + 1) = 4.951%, gamma =
+--   2^(1/7), of the range its rank's true value lies in: p50 (rank 28)
+--   is a 1 ms sleep's time, in [1, m1]; p90 and p95 (ranks 51, 54) lie in
+--   [20, max(m1, m20)] (at most 50 calls are shorter than 20 ms, and the
+--   55 calls but the 200 ms one end by then); p99 and p999 (rank 56) are
+--   the slowest call, in [200, max(m1, m20, m200)], whose exact time is
+--   max_exec_time (within the bound of it, too).  Buckets are log-spaced
+--   (upper / lower = gamma).
+--   Then a top-level entry (pg_sleep itself): plan-time quantiles are
+--   NULL without track_planning, and with it the plan histogram holds
+--   every planning.  Times under 10 us and an OLTP spread in one entry
+--   (pg_sleep(0.0) x 100, pg_sleep(0.005) x 5, with track_planning):
+--   every exec and plan quantile lies in the bucket of its rank, and that
+--   bucket has the ratio 2^(1/7) (none is open-ended for such times), so
+--   each is within the bound.  A min/max reset empties the histograms (quantiles
+--   NULL, calls kept) and counting restarts; a full reset removes them.
+--   Bad input: NULL arguments and unknown keys give no rows; another
+--   role's statement needs pg_read_all_stats (a role reads its own),
+--   while the view shows that role the entry's calls and quantiles
+--   without its queryid and text.
 --
 -- Expected output: expected/030_histogram.out on every server version.
 --
+CREATE FUNCTION h1() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE d float8 := 0.001; BEGIN PERFORM 1 FROM pg_sleep(d); END $$;
+CREATE FUNCTION h20() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE d float8 := 0.02; BEGIN PERFORM 1 FROM pg_sleep(d); END $$;
+CREATE FUNCTION h200() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE d float8 := 0.2; BEGIN PERFORM 1 FROM pg_sleep(d); END $$;
+-- compile them and their statement's plan first: the wrappers' times
+-- then hold little besides the sleep
+SELECT h1(), h20(), h200();
 SELECT pgss_ng_reset() IS NOT NULL;
+SET pgss_ng.track = 'all';
 
 \set ECHO none
 \o /dev/null
-SELECT 'SELECT pg_sleep(0.001)' FROM generate_series(1, 50) \gexec
-SELECT 'SELECT pg_sleep(0.02)' FROM generate_series(1, 5) \gexec
-SELECT pg_sleep(0.2);
+SELECT 'SELECT h1()' FROM generate_series(1, 50) \gexec
+SELECT 'SELECT h20()' FROM generate_series(1, 5) \gexec
+SELECT h200();
 \o
 \set ECHO all
+SET pgss_ng.track = 'top';
 
-SELECT userid AS h_user, dbid AS h_db, queryid AS h_qid, toplevel AS h_top
-FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)' \gset
+SELECT max(max_exec_time) FILTER (WHERE query = 'SELECT h1()') AS m1,
+       max(max_exec_time) FILTER (WHERE query = 'SELECT h20()') AS m20,
+       max(max_exec_time) FILTER (WHERE query = 'SELECT h200()') AS m200
+FROM pgss_ng WHERE toplevel \gset
+SELECT userid AS n_user, dbid AS n_db, queryid AS n_qid, toplevel AS n_top
+FROM pgss_ng WHERE query LIKE '% FROM pg_sleep(d)' \gset
 
 SELECT calls, plans, max_exec_time >= 200 AS max_ge_200,
+       max_exec_time <= greatest(:m1, :m20, :m200) AS max_le_wrappers,
        exec_time_p50 IS NOT NULL AS has_p50,
        plan_time_p50 IS NULL AND plan_time_p999 IS NULL AS no_plan_quantiles
-FROM pgss_ng WHERE queryid = :h_qid;
+FROM pgss_ng WHERE queryid = :n_qid;
 
--- exact counts: 56 in all, none below 1 ms, 6 from 15 ms, 1 from 150 ms
+-- exact counts: 56 in all, none below 1 ms; the longer sleeps by bounds
 SELECT sum(count) AS total,
        coalesce(sum(count) FILTER (WHERE upper_ms <= 1.0), 0) AS below_1ms,
-       sum(count) FILTER (WHERE lower_ms >= 15) AS from_15ms,
-       sum(count) FILTER (WHERE lower_ms >= 150) AS from_150ms,
+       sum(count) FILTER (WHERE upper_ms > 20) >= 6 AS from_20ms_ge_6,
+       coalesce(sum(count) FILTER (WHERE lower_ms > :m1), 0) <= 6
+         AS above_m1_le_6,
+       sum(count) FILTER (WHERE upper_ms > 200) >= 1 AS from_200ms_ge_1,
+       coalesce(sum(count) FILTER (WHERE lower_ms > greatest(:m1, :m20)), 0) <= 1
+         AS above_m20_le_1,
        bool_and(count > 0) AS no_empty_rows,
        bool_and(abs(upper_ms / lower_ms - 2 ^ (1.0 / 7)) < 1e-9) AS log_spaced
-FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+FROM pgss_ng_exec_time_histogram(:n_user, :n_db, :n_qid, :'n_top');
 
--- the bucket holding each quantile's rank (nearest rank: ceil(q * 56))
+-- the bucket holding each quantile's rank (nearest rank: ceil(q * 56)),
+-- and the range its rank's true value lies in
 CREATE TEMP TABLE h AS
 SELECT lower_ms, upper_ms, count,
        sum(count) OVER (ORDER BY lower_ms) AS cum
-FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
+FROM pgss_ng_exec_time_histogram(:n_user, :n_db, :n_qid, :'n_top');
 CREATE TEMP TABLE qs AS
-SELECT q.name, q.rank, v.value,
+SELECT q.name, q.rank, q.lo_ms, q.hi_ms, v.value,
        (SELECT lower_ms FROM h WHERE cum >= q.rank ORDER BY lower_ms LIMIT 1) AS lo,
        (SELECT upper_ms FROM h WHERE cum >= q.rank ORDER BY lower_ms LIMIT 1) AS hi
-FROM (VALUES ('p50', 28), ('p90', 51), ('p95', 54), ('p99', 56), ('p999', 56))
-       q(name, rank)
+FROM (VALUES ('p50', 28, 1, :m1),
+             ('p90', 51, 20, greatest(:m1, :m20)),
+             ('p95', 54, 20, greatest(:m1, :m20)),
+             ('p99', 56, 200, greatest(:m1, :m20, :m200)),
+             ('p999', 56, 200, greatest(:m1, :m20, :m200)))
+       q(name, rank, lo_ms, hi_ms)
 JOIN (SELECT unnest(ARRAY['p50', 'p90', 'p95', 'p99', 'p999']) AS name,
              unnest(ARRAY[exec_time_p50, exec_time_p90, exec_time_p95,
                           exec_time_p99, exec_time_p999]) AS value
-      FROM pgss_ng WHERE queryid = :h_qid) v USING (name);
+      FROM pgss_ng WHERE queryid = :n_qid) v USING (name);
 SELECT name, rank, value >= lo AND value <= hi AS in_rank_bucket,
-       CASE name WHEN 'p50' THEN lo >= 0.95 AND hi <= 15
-                 WHEN 'p90' THEN lo >= 15 AND hi <= 150
-                 WHEN 'p95' THEN lo >= 15 AND hi <= 150
-                 ELSE lo >= 150 END AS bucket_of_its_sleep
+       value >= lo_ms / 1.04951 AND value <= hi_ms * 1.04951
+         AS within_bound_of_its_sleeps
 FROM qs ORDER BY rank, name;
 -- rank 56 is the slowest call: its exact time is max_exec_time
 SELECT abs(exec_time_p99 - max_exec_time) / max_exec_time <= 0.04951 AS p99_within_bound,
@@ -78,7 +115,8 @@ SELECT abs(exec_time_p99 - max_exec_time) / max_exec_time <= 0.04951 AS p99_with
          AND exec_time_p99 <= exec_time_p999 AS monotonic,
        exec_time_p50 >= min_exec_time AND exec_time_p999 <= max_exec_time
          AS within_min_max
-FROM pgss_ng WHERE queryid = :h_qid;
+FROM pgss_ng WHERE queryid = :n_qid;
+DROP FUNCTION h1(), h20(), h200();
 
 -- every entry: its histogram holds exactly its calls
 SELECT count(*) > 3 AS entries,
@@ -88,7 +126,7 @@ SELECT count(*) > 3 AS entries,
          AS sums_equal_calls
 FROM pgss_ng p;
 
--- plan times, with track_planning
+-- plan times, with track_planning, of a top-level entry
 SET pgss_ng.track_planning = on;
 \set ECHO none
 \o /dev/null
@@ -96,6 +134,8 @@ SELECT 'SELECT pg_sleep(0.001)' FROM generate_series(1, 3) \gexec
 \o
 \set ECHO all
 SET pgss_ng.track_planning = off;
+SELECT userid AS h_user, dbid AS h_db, queryid AS h_qid, toplevel AS h_top
+FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)' \gset
 SELECT calls, plans, plan_time_p50 > 0 AS has_plan_p50,
        plan_time_p50 <= plan_time_p999 AS plan_monotonic,
        (SELECT sum(count) FROM pgss_ng_plan_time_histogram(:h_user, :h_db,
@@ -150,8 +190,8 @@ SELECT calls, plans, exec_time_p50 IS NULL AS p50_null,
 FROM pgss_ng WHERE queryid = :h_qid;
 SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
--- counting restarts: one call, then shorter ones (the histogram's window
--- widens downwards)
+-- counting restarts: one call, then two of 1 ms (usually shorter, which
+-- widens the histogram's window downwards: t/050 checks that exactly)
 SELECT pg_sleep(0.02);
 SELECT calls, exec_time_p50 >= 20 / 1.04951 AS p50_again,
        exec_time_p50 = exec_time_p999 AS one_call
@@ -160,8 +200,8 @@ SELECT sum(count) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_t
 SELECT pg_sleep(0.001);
 SELECT pg_sleep(0.001);
 SELECT sum(count) AS total,
-       sum(count) FILTER (WHERE lower_ms >= 15) AS from_15ms,
-       sum(count) FILTER (WHERE upper_ms > 1 AND lower_ms < 15) AS near_1ms
+       sum(count) FILTER (WHERE upper_ms > 20) >= 1 AS holds_the_20ms_call,
+       coalesce(sum(count) FILTER (WHERE upper_ms <= 1), 0) AS below_1ms
 FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 
 -- bad input: no rows, no error
