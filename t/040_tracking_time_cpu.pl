@@ -12,7 +12,15 @@
 #   backend can get less than half of a core, so that bound is asserted
 #   only against what the kernel says the backend got (the comparison
 #   above), not against wall time.  pg_sleep(0.2) uses under 20 ms of CPU.
-#   Planning, with track_planning, reports plan CPU time too.
+# - Planning CPU time, with track_planning: the planning of a join of 10
+#   empty tables in one equivalence class (every subset joinable, about
+#   0.1 s of CPU; parsing and executing it take about 1 ms, with jit off:
+#   its estimated cost would be worth compiling) is nearly all of its
+#   statement's CPU, so the same bounds hold for
+#   plan_user_time + plan_system_time against total_plan_time and the
+#   kernel's count over the statement.
+# - A clean restart keeps every entry's CPU sums exactly (and NULL where
+#   nothing was sampled).
 # - track_cpu off (reload): a statement first run then has NULL CPU
 #   columns; entries sampled before keep their sums.
 use strict;
@@ -106,6 +114,45 @@ is( untracked_psql($node,
 		  FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)'}),
 	'1|t|t|t',
 	'pg_sleep(0.2): under 20 ms of CPU; plan CPU time is reported');
+
+# ------------------------------------------------------ planning CPU
+$node->safe_psql('postgres',
+	'SELECT format($$CREATE TABLE j%s (a int)$$, i) FROM generate_series(1, 10) i \gexec');
+my $join = 'SELECT count(*) FROM j1, j2, j3, j4, j5, j6, j7, j8, j9, j10 WHERE '
+  . join(' AND ', map { "j$_.a = j@{[$_ + 1]}.a" } 1 .. 9);
+$out = $node->safe_psql(
+	'postgres', qq{
+SET join_collapse_limit = 10;
+SET from_collapse_limit = 10;
+SET jit = off;
+$proc_cpu;
+$join;
+$proc_cpu;
+});
+($cpu0, undef, $cpu1) = split /\n/, $out;
+$kernel_ms = $cpu1 - $cpu0;
+my ($plan_ms, $plan_cpu_ms, $join_exec_ms) = split /\|/, quiet_psql(
+	q{SELECT total_plan_time, plan_user_time + plan_system_time, total_exec_time
+	  FROM pgss_ng WHERE query LIKE 'SELECT count(*) FROM j1, j2, %'});
+note("planning-bound statement: plan $plan_ms ms, plan CPU $plan_cpu_ms ms, "
+	  . "exec $join_exec_ms ms, kernel's count over it $kernel_ms ms");
+cmp_ok($plan_ms, '>', 20, 'the planning-bound statement planned a while');
+cmp_ok($plan_cpu_ms, '<=', 1.1 * $plan_ms + 1, 'plan CPU <= 1.1 x plan time');
+cmp_ok(abs($plan_cpu_ms - $kernel_ms), '<=', 0.1 * $kernel_ms + 20,
+	'plan CPU within 10% + 20 ms of what the kernel counted');
+cmp_ok($plan_cpu_ms, '>=', 0.5 * $kernel_ms,
+	'plan CPU >= 0.5 x the CPU time the backend got');
+
+# ------------------------------------------------ CPU sums and a restart
+my $cpu_sql = q{
+SELECT queryid, toplevel, calls, plans, exec_user_time, exec_system_time,
+	   plan_user_time, plan_system_time
+FROM pgss_ng ORDER BY queryid, toplevel};
+my $cpu_before = quiet_psql($cpu_sql);
+like($cpu_before, qr/^-?\d+\|t\|1\|1\|\d/m, 'CPU sums before the restart');
+$node->restart('fast');
+is(quiet_psql($cpu_sql), $cpu_before,
+	'a clean restart keeps every entry\'s CPU sums exactly');
 
 # ------------------------------------------------------ track_cpu off
 $node->append_conf('postgresql.conf', 'pgss_ng.track_cpu = off');
