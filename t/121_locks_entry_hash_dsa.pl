@@ -1,0 +1,249 @@
+# The deferred flush, and the wait events of the kind layer's own locks
+# (pgss_ng_entry, pgss_ng_hash, pgss_ng_dsa: README "Wait events"), each
+# forced by stopping backend A with gdb while it holds the lock; the
+# observer, untracked, polls pg_stat_activity.  (t/120 does the named
+# LWLocks pgss_ng_qtext, pgss_ng_dealloc and pgss_ng_alloc.)
+#
+# - Entry lock busy, deferred flush: A and B both ran S once.  A runs S
+#   again and is stopped in pgss_ng_kind_unlock_entry, called by its
+#   flush (stmt_flush_pending) with S's entry lock held.  B runs S: its
+#   flush tries the lock without waiting and keeps the count pending, so
+#   B answers while A still holds the lock.  Once B's pending count is
+#   more than 1 s old (the test waits for that), B's next statement T
+#   flushes with a waiting lock: B waits on LWLock pgss_ng_entry.  A is
+#   let go: B finishes T, and S counts 4 calls (A 2, B 2), T 1: no count
+#   lost.
+# - The same with a forced flush: A stopped again the same way, B runs S
+#   (deferred: answers), then reads the view, which flushes B's counts
+#   with a waiting lock first: B waits on LWLock pgss_ng_entry; once A is
+#   let go, B's own read shows S with 6 calls (a session sees its own
+#   finished statements).
+# - pgss_ng_hash: A, making the entry of a new statement, is stopped in
+#   the dshash_release_lock that publishes it (the second one after
+#   create_body began: the first releases the text's partition in the
+#   text hash), so it holds that partition lock of the entries' hash
+#   exclusively; B (untracked) reads the view, whose scan takes each
+#   partition lock shared: B waits on LWLock pgss_ng_hash.
+# - pgss_ng_dsa: A, making the entry of a new statement, is stopped in the
+#   first LWLockRelease inside the dsa_allocate_extended of its entry
+#   body (the area's lock for the body's size class is still held); B
+#   makes the entry of another new statement, whose body needs the same
+#   lock: B waits on LWLock pgss_ng_dsa.
+# After each, A and B finish without error.  Needs gdb and permission to
+# ptrace a backend: otherwise the whole file is skipped, saying why.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+use PgssNgTest;
+use PgssNgGdb;
+
+my $node = pgss_node(
+	'entry_hash_dsa',
+	'pgss_ng.max' => 5000,
+	'pgss_ng.track' => 'top',
+	'pgss_ng.track_utility' => 'on',
+	'pgss_ng.track_planning' => 'off',
+	'pgss_ng.save' => 'off');
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION pgss_ng;
+CREATE TABLE t1 (x int);
+CREATE TABLE t2 (x int);
+CREATE TABLE t3 (x int);
+});
+
+my $sess_a = $node->background_psql('postgres');
+my $apid = $sess_a->query_safe('SELECT pg_backend_pid()');
+my $sess_b = $node->background_psql('postgres');
+my $bpid = $sess_b->query_safe('SELECT pg_backend_pid()');
+my $obs = $node->background_psql('postgres');
+$obs->query_safe('SET pgss_ng.track = none');
+$_->set_query_timer_restart for ($sess_a, $sess_b, $obs);
+
+gdb_skip_unless_usable($apid,
+	qw(pgss_ng_kind_unlock_entry stmt_flush_pending create_body
+	  dshash_release_lock dsa_allocate_extended LWLockRelease));
+
+my $s_sql = 'SELECT count(*) FROM t1';
+
+sub calls_of
+{
+	my ($q) = @_;
+	return $obs->query_safe(
+		"SELECT coalesce(sum(calls), 0) FROM pgss_ng WHERE query = '$q'");
+}
+
+# A and B finished what they were sent ($am, $bm: marks of bg_send, or
+# undef) with the expected output, and nothing went to stderr.
+sub both_finish
+{
+	my ($name, $am, $want_a, $bm, $want_b) = @_;
+	is(bg_wait($sess_a, $am), $want_a, "$name: A finished") if defined $am;
+	is(bg_wait($sess_b, $bm), $want_b, "$name: B finished") if defined $bm;
+	is($sess_a->{stderr} . $sess_b->{stderr}, '', "$name: no error in A or B");
+	return;
+}
+
+# Stop A in pgss_ng_kind_unlock_entry of its flush of S (S's entry lock
+# held); returns the gdb handle and A's mark, or nothing.
+sub stop_a_holding_entry_lock
+{
+	my ($name) = @_;
+	my $g = gdb_attach($apid, 'pgss_ng_kind_unlock_entry') or return;
+	my $am = bg_send($sess_a, "$s_sql;");
+	if (ok(gdb_stopped_in($g, 'pgss_ng_kind_unlock_entry'),
+			"$name: A stopped in pgss_ng_kind_unlock_entry"))
+	{
+		like(gdb_bt($g), qr/#1 .*stmt_flush_pending/,
+			"$name: called by the flush callback, entry lock held");
+		return ($g, $am);
+	}
+	gdb_release($g);
+	return (undef, $am);
+}
+
+# ------------------------------------------------ deferred flush, waited
+$sess_a->query_safe($s_sql);
+$sess_b->query_safe($s_sql);
+is(calls_of($s_sql), 2, 'S: one call of A and one of B');
+{
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		($g, $am) = stop_a_holding_entry_lock('deferred') or last SCENARIO;
+		last SCENARIO unless defined $g;
+
+		$bm = bg_send($sess_b, "$s_sql;");
+		my $r = bg_wait_or_event($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')
+		  // 'timed out';
+		my $answered = time();
+		undef $bm if $r eq 'answered';
+		last SCENARIO
+		  unless is($r, 'answered',
+			'deferred: B answered while A holds the entry lock (no wait)');
+
+		# B's count of S is pending since before it answered: once that is
+		# over 1 s ago, its next flush waits for the lock.
+		usleep(10_000) while time() < $answered + 1.05;
+		$bm = bg_send($sess_b, 'SELECT count(*) FROM t2;');
+		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_entry'),
+			'LWLock:pgss_ng_entry',
+			'deferred: past 1 s, B\'s next flush waits on LWLock pgss_ng_entry');
+	}
+	gdb_release($g);
+	both_finish('deferred', $am, '0', $bm, '0');
+	is(calls_of($s_sql), 4, 'deferred: S counts 4 calls, none lost');
+	is(calls_of('SELECT count(*) FROM t2'), 1, 'deferred: T counted once');
+}
+
+# ------------------------------------------------ deferred flush, forced
+{
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		($g, $am) = stop_a_holding_entry_lock('forced') or last SCENARIO;
+		last SCENARIO unless defined $g;
+
+		$bm = bg_send($sess_b, "$s_sql;");
+		my $r = bg_wait_or_event($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')
+		  // 'timed out';
+		undef $bm if $r eq 'answered';
+		last SCENARIO
+		  unless is($r, 'answered', 'forced: B answered (its flush deferred)');
+
+		$bm = bg_send($sess_b,
+			"SELECT calls FROM pgss_ng WHERE query = '$s_sql';");
+		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_entry'),
+			'LWLock:pgss_ng_entry',
+			'forced: B\'s view read flushes first, waiting on LWLock pgss_ng_entry');
+	}
+	gdb_release($g);
+	both_finish('forced', $am, '0', $bm, '6');
+	is(calls_of($s_sql), 6, 'forced: S counts 6 calls, none lost');
+}
+
+# ------------------------------------------------ pgss_ng_hash
+{
+	$sess_b->query_safe('SET pgss_ng.track = none');
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		$g = gdb_attach($apid, 'create_body') or last SCENARIO;
+		$am = bg_send($sess_a, 'SELECT x, x FROM t3;');
+		last SCENARIO
+		  unless ok(gdb_stopped_in($g, 'create_body'),
+			'hash: A stopped in create_body');
+		gdb_cmd($g, 'delete', 'tbreak dshash_release_lock', 'continue');
+		last SCENARIO
+		  unless ok(gdb_stopped_in($g, 'dshash_release_lock'),
+			'hash: A stopped in dshash_release_lock');
+		like(gdb_bt($g), qr/#1 .*pgss_ng_qtext_store/,
+			'hash: the first releases the text\'s partition');
+		gdb_cmd($g, 'tbreak dshash_release_lock', 'continue');
+		last SCENARIO
+		  unless ok(gdb_stopped_in($g, 'dshash_release_lock'),
+			'hash: A stopped in dshash_release_lock again');
+		like(gdb_bt($g), qr/#1 .*(?:create_body|lookup_or_create)/,
+			'hash: the second publishes the entry (called by create_body)');
+
+		$bm = bg_send($sess_b, 'SELECT count(*) > 0 FROM pgss_ng;');
+		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_hash'),
+			'LWLock:pgss_ng_hash',
+			'hash: B\'s view read waits on LWLock pgss_ng_hash');
+	}
+	gdb_release($g);
+	both_finish('hash', $am, '', $bm, 't');
+	is(calls_of('SELECT x, x FROM t3'), 1, 'hash: A\'s statement recorded');
+	$sess_b->query_safe('SET pgss_ng.track = top');
+}
+
+# ------------------------------------------------ pgss_ng_dsa
+{
+	my ($g, $am, $bm);
+  SCENARIO:
+	{
+		# at the first instruction: nothing of the call has run yet
+		$g = gdb_attach($apid, '*dsa_allocate_extended') or last SCENARIO;
+		$am = bg_send($sess_a, 'SELECT x, x, x FROM t3;');
+		last SCENARIO
+		  unless ok(gdb_stopped_in($g, 'dsa_allocate_extended'),
+			'dsa: A stopped in dsa_allocate_extended');
+		like(gdb_bt($g), qr/create_body|lookup_or_create|alloc_body/,
+			'dsa: allocating the body of a new entry');
+		gdb_cmd($g, 'delete', 'tbreak LWLockRelease', 'continue');
+		last SCENARIO
+		  unless ok(gdb_stopped_in($g, 'LWLockRelease'),
+			'dsa: A stopped in LWLockRelease');
+		like(gdb_bt($g), qr/#[12] .*dsa_allocate_extended/,
+			'dsa: releasing a lock of the area, inside dsa_allocate_extended');
+
+		$bm = bg_send($sess_b, 'SELECT x, x, x, x FROM t3;');
+		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_dsa'),
+			'LWLock:pgss_ng_dsa',
+			'dsa: B\'s new entry waits on LWLock pgss_ng_dsa');
+	}
+	gdb_release($g);
+	both_finish('dsa', $am, '', $bm, '');
+	is( $obs->query_safe(
+			q{SELECT string_agg(calls::text, ' ' ORDER BY query)
+			  FROM pgss_ng WHERE query IN ('SELECT x, x, x FROM t3',
+										   'SELECT x, x, x, x FROM t3')}),
+		'1 1',
+		'dsa: both new statements recorded once');
+}
+
+$_->quit for ($sess_a, $sess_b, $obs);
+is( $node->safe_psql(
+		'postgres', 'SELECT entries = entries_allocated FROM pgss_ng_info'),
+	't', 'no body left over');
+$node->stop;
+my @errors = grep { /\b(ERROR|FATAL|PANIC|TRAP):|terminated by signal/ }
+  split /\n/, slurp_file($node->logfile);
+is_deeply(\@errors, [], 'no ERROR, FATAL or crash in the server log');
+
+done_testing();
