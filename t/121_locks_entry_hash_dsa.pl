@@ -42,20 +42,11 @@ use Time::HiRes qw(time usleep);
 use PgssNgTest;
 use PgssNgGdb;
 
-my $node = pgss_node(
-	'entry_hash_dsa',
-	'pgss_ng.max' => 5000,
-	'pgss_ng.track' => 'top',
-	'pgss_ng.track_utility' => 'on',
-	'pgss_ng.track_planning' => 'off',
-	'pgss_ng.save' => 'off');
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION pgss_ng;
-CREATE TABLE t1 (x int);
-CREATE TABLE t2 (x int);
-CREATE TABLE t3 (x int);
-});
+# the defaults: max 5000, track top, no planning
+my $node = pgss_node('entry_hash_dsa', 'pgss_ng.save' => 'off');
+$node->safe_psql('postgres',
+	'CREATE EXTENSION pgss_ng; CREATE TABLE t1 (x int); '
+	  . 'CREATE TABLE t2 (x int); CREATE TABLE t3 (x int)');
 
 my $sess_a = $node->background_psql('postgres');
 my $apid = $sess_a->query_safe('SELECT pg_backend_pid()');
@@ -90,20 +81,25 @@ sub both_finish
 }
 
 # Stop A in pgss_ng_kind_unlock_entry of its flush of S (S's entry lock
-# held); returns the gdb handle and A's mark, or nothing.
-sub stop_a_holding_entry_lock
+# held), then let B run S: its flush must be deferred (B answers).
+# Returns the gdb handle (undef if any of it failed) and A's mark.
+sub a_holds_entry_lock_b_defers
 {
 	my ($name) = @_;
-	my $g = gdb_attach($apid, 'pgss_ng_kind_unlock_entry') or return;
-	my $am = bg_send($sess_a, "$s_sql;");
-	if (ok(gdb_stopped_in($g, 'pgss_ng_kind_unlock_entry'),
-			"$name: A stopped in pgss_ng_kind_unlock_entry"))
-	{
-		like(gdb_bt($g), qr/#1 .*stmt_flush_pending/,
-			"$name: called by the flush callback, entry lock held");
-		return ($g, $am);
-	}
+	my ($g, $am) = gdb_stop_at($name, $apid, 'pgss_ng_kind_unlock_entry',
+		'pgss_ng_kind_unlock_entry', $sess_a, "$s_sql;");
+	return (undef, $am) unless defined $g;
+	like(gdb_bt($g), qr/#1 .*stmt_flush_pending/,
+		"$name: A called by the flush callback, entry lock held");
+	my $bm = bg_send($sess_b, "$s_sql;");
+	my $r = bg_wait_or_event($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')
+	  // 'timed out';
+	return ($g, $am)
+	  if is($r, 'answered',
+		"$name: B answered while A holds the entry lock (its flush deferred)");
+	# B waits (or hangs): let A go so that B can finish
 	gdb_release($g);
+	bg_wait($sess_b, $bm);
 	return (undef, $am);
 }
 
@@ -115,17 +111,9 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		($g, $am) = stop_a_holding_entry_lock('deferred') or last SCENARIO;
-		last SCENARIO unless defined $g;
-
-		$bm = bg_send($sess_b, "$s_sql;");
-		my $r = bg_wait_or_event($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')
-		  // 'timed out';
+		($g, $am) = a_holds_entry_lock_b_defers('deferred');
 		my $answered = time();
-		undef $bm if $r eq 'answered';
-		last SCENARIO
-		  unless is($r, 'answered',
-			'deferred: B answered while A holds the entry lock (no wait)');
+		last SCENARIO unless defined $g;
 
 		# B's count of S is pending since before it answered: once that is
 		# over 1 s ago, its next flush waits for the lock.
@@ -146,15 +134,8 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		($g, $am) = stop_a_holding_entry_lock('forced') or last SCENARIO;
+		($g, $am) = a_holds_entry_lock_b_defers('forced');
 		last SCENARIO unless defined $g;
-
-		$bm = bg_send($sess_b, "$s_sql;");
-		my $r = bg_wait_or_event($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')
-		  // 'timed out';
-		undef $bm if $r eq 'answered';
-		last SCENARIO
-		  unless is($r, 'answered', 'forced: B answered (its flush deferred)');
 
 		$bm = bg_send($sess_b,
 			"SELECT calls FROM pgss_ng WHERE query = '$s_sql';");
@@ -173,11 +154,9 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		$g = gdb_attach($apid, 'create_body') or last SCENARIO;
-		$am = bg_send($sess_a, 'SELECT x, x FROM t3;');
-		last SCENARIO
-		  unless ok(gdb_stopped_in($g, 'create_body'),
-			'hash: A stopped in create_body');
+		($g, $am) = gdb_stop_at('hash', $apid, 'create_body', 'create_body',
+			$sess_a, 'SELECT x, x FROM t3;');
+		last SCENARIO unless defined $g;
 		gdb_cmd($g, 'delete', 'tbreak dshash_release_lock', 'continue');
 		last SCENARIO
 		  unless ok(gdb_stopped_in($g, 'dshash_release_lock'),
@@ -208,11 +187,9 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
   SCENARIO:
 	{
 		# at the first instruction: nothing of the call has run yet
-		$g = gdb_attach($apid, '*dsa_allocate_extended') or last SCENARIO;
-		$am = bg_send($sess_a, 'SELECT x, x, x FROM t3;');
-		last SCENARIO
-		  unless ok(gdb_stopped_in($g, 'dsa_allocate_extended'),
-			'dsa: A stopped in dsa_allocate_extended');
+		($g, $am) = gdb_stop_at('dsa', $apid, '*dsa_allocate_extended',
+			'dsa_allocate_extended', $sess_a, 'SELECT x, x, x FROM t3;');
+		last SCENARIO unless defined $g;
 		like(gdb_bt($g), qr/create_body|lookup_or_create|alloc_body/,
 			'dsa: allocating the body of a new entry');
 		gdb_cmd($g, 'delete', 'tbreak LWLockRelease', 'continue');

@@ -72,11 +72,9 @@ my $pos = -s $node->logfile;
 my ($g, $am);
 SCENARIO:
 {
-	$g = gdb_attach($apid, 'pgss_ng_qtext_store') or last SCENARIO;
-	$am = bg_send($sess_a, "$n_sql;");
-	last SCENARIO
-	  unless ok(gdb_stopped_in($g, 'pgss_ng_qtext_store'),
-		'A stopped in pgss_ng_qtext_store');
+	($g, $am) = gdb_stop_at('init', $apid, 'pgss_ng_qtext_store',
+		'pgss_ng_qtext_store', $sess_a, "$n_sql;");
+	last SCENARIO unless defined $g;
 	like(gdb_bt($g), qr/#1 .*stmt_init/, 'called by the init callback');
 	gdb_cmd($g, 'delete', 'tbreak *dsa_allocate_extended', 'continue');
 	last SCENARIO

@@ -12,6 +12,10 @@
 #		attach, set the breakpoints (gdb "break" arguments), continue;
 #		undef (with a failed test) if that did not work or the
 #		pgss_ng.so on disk is not the one the backend loaded.
+#	($g, $mark) = gdb_stop_at($name, $pid, $break, $func, $session, $sql)
+#		gdb_attach($pid, $break), send $sql to $session (bg_send) and
+#		wait (one test, named after $name) until the backend stops in
+#		$func; $g is undef, gdb let go, if any of it failed
 #	gdb_cmd($g, @commands)			send commands, do not wait
 #	gdb_wait($g, $re)				gdb's output up to $re, or undef
 #	gdb_stopped_in($g, $func)		wait for a stop at a breakpoint in $func
@@ -41,7 +45,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(gdb_skip_unless_usable gdb_attach gdb_cmd gdb_wait
+our @EXPORT = qw(gdb_skip_unless_usable gdb_attach gdb_stop_at gdb_cmd gdb_wait
   gdb_stopped_in gdb_bt gdb_release bg_send bg_wait bg_wait_or_event
   wait_for_wait_event);
 
@@ -104,6 +108,16 @@ sub gdb_attach
 	return $g if ok(defined gdb_wait($g, qr/Continuing\./), "gdb attached to $pid");
 	gdb_release($g);
 	return undef;
+}
+
+sub gdb_stop_at
+{
+	my ($name, $pid, $break, $func, $s, $sql) = @_;
+	my $g = gdb_attach($pid, $break) or return (undef, undef);
+	my $mark = bg_send($s, $sql);
+	return ($g, $mark) if ok(gdb_stopped_in($g, $func), "$name: stopped in $func");
+	gdb_release($g);
+	return (undef, $mark);
 }
 
 sub gdb_cmd
