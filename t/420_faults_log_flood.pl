@@ -20,7 +20,8 @@
 #    logged, and they are at most one per 10 s of the run (plus one) —
 #    before the fix there was one per statement.  Then one new statement
 #    every 0.1 s until the second "could not record a statement" line:
-#    it comes at least 10 s after the first (log timestamps) and its
+#    it comes about 10 s after the first (log timestamps, at least 9 s:
+#    the rate limit's clock is read a moment before the line) and its
 #    DETAIL gives the count of those suppressed in between, at least one
 #    (the statements of the run kept trying while the allocation back-off
 #    allowed, 0.1 s after the first failure, then 0.2 s, ...) and, with
@@ -210,8 +211,10 @@ note(sprintf('"record a statement" lines: %s; dropped %d',
 		join(', ', map { sprintf('%.3f s +%d', $_->[0] - $rec[0][0], $_->[1]) } @rec),
 		$dropped));
 cmp_ok(scalar(@rec), '>=', 2, 'a second "could not record a statement" line');
-cmp_ok($rec[1][0] - $rec[0][0], '>=', 10 - 0.002,
-	'it came at least 10 s after the first (1 ms log precision)');
+# (the rate limit reads the clock a moment before the line is written:
+# a second of slack, still far from the back-off's 0.1 s steps)
+cmp_ok($rec[1][0] - $rec[0][0], '>=', 9,
+	'it came about 10 s after the first, not sooner');
 cmp_ok($rec[1][1], '>=', 1, 'it says how many were suppressed since the first');
 cmp_ok($rec[1][1] + 2, '<=', $dropped,
 	'those suppressed and the two lines\' are at most the executions dropped');
