@@ -18,8 +18,9 @@
 #   (0.966) or half (0.871 and below) fails, and how slow the machine is
 #   only widens the interval (the bound never depends on it).
 #
-# The record is found by its text (the last qlen bytes of a record);
-# usage is the last field of StmtRecord, the 8 bytes before the text.
+# The record is found by its text (what follows the record's fixed part,
+# whose size the file's header gives); usage is the last field of
+# PgssNgStmtRecord, the 8 bytes before the text.
 use strict;
 use warnings;
 
@@ -42,8 +43,9 @@ my $text = 'SELECT count(*) FROM t WHERE x < $1';
 sub saved_usage
 {
 	my $f = slurp_file($statfile);
-	my $infolen = unpack('L', substr($f, 12, 4));
-	my $p = 16 + $infolen;
+	# header: magic, version, major, info block size, record size
+	my ($infolen, $recsize) = unpack('L2', substr($f, 12, 8));
+	my $p = 20 + $infolen;
 	my $nrec = unpack('L', substr($f, $p, 4));
 	$p += 4;
 	my @found;
@@ -52,9 +54,9 @@ sub saved_usage
 		my $len = unpack('L', substr($f, $p, 4));
 		my $rec = substr($f, $p + 4, $len);
 		$p += 4 + $len;
-		next unless substr($rec, -length($text)) eq $text;
-		push @found,
-		  unpack('d', substr($rec, $len - length($text) - 8, 8));
+		next unless $len == $recsize + length($text)
+		  && substr($rec, $recsize) eq $text;
+		push @found, unpack('d', substr($rec, $recsize - 8, 8));
 	}
 	is(scalar(@found), 1, 'the statement has one record in the file');
 	return $found[0];
