@@ -19,15 +19,16 @@
 #     entries made);
 #   - nothing counted was lost except the executions of statements whose
 #     entry the backstop refused (dropped = backstop_skips).
-# Churn alone keeps entries_allocated (live + dropped-not-yet-freed) far
-# below the backstop max + min(max, 20000) = 200, so whether it is ever
-# exceeded is checked where creations race at it, with nothing that could
-# free a body meanwhile, so that any excess would last: 8 holders keep
-# references to 180 bodies that a reset dropped (7 x 25, the most one
-# backend holds at max 100, and 5; track = all, counted in a DO block
-# that then fails), leaving room for exactly 20 more; 8 clients, let go
-# together (each waits for a shared advisory lock until all 8 do), run 50
-# new statements each (400, all top-level, no constants).  Live entries stay below max (no eviction), so afterwards:
+# Churn alone keeps entries_allocated (live bodies plus removed ones not
+# yet freed) far below the backstop max + min(max, 20000) = 200, so
+# whether it is ever exceeded is checked where creations race at it,
+# with nothing that could free a body meanwhile, so that any excess would
+# last: 8 holders keep references to 180 bodies that a reset removed
+# (7 x 25, the most one backend holds at max 100, and 5; track = all,
+# counted in a DO block that then fails), leaving room for exactly 20
+# more; 8 clients, let go together (each waits for a shared advisory lock
+# until all 8 do), run 50 new statements each (400, all top-level, no
+# constants).  Live entries stay below max (no eviction), so afterwards:
 # exactly 20 entries, entries_allocated exactly 200, the other 380
 # refused (backstop_skips = dropped = 380), each of the 20 with 1 call.
 # An admission that let two racing creators through at 199 would leave
