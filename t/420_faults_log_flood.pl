@@ -18,14 +18,19 @@
 #    which cannot get an entry: every statement succeeds, entries + dropped
 #    = 20000 with dropped > 0, at least one "pgss_ng could not" line is
 #    logged, and they are at most one per 10 s of the run (plus one) —
-#    before the fix there was one per statement.  Then one new statement
-#    every 0.1 s until the second "could not record a statement" line:
-#    it comes about 10 s after the first (log timestamps, at least 9 s:
-#    the rate limit's clock is read a moment before the line) and its
-#    DETAIL gives the count of those suppressed in between, at least one
-#    (the statements of the run kept trying while the allocation back-off
-#    allowed, 0.1 s after the first failure, then 0.2 s, ...) and, with
-#    the two lines' own, at most the executions dropped.
+#    before the fix there was one per statement.  Then, every 0.1 s, a
+#    new connection runs a new statement, until a "could not record a
+#    statement" line logged by one of them is followed by another: the
+#    second of the run's lines gives in its DETAIL the count of those
+#    suppressed since the first, at least one (the statements of the run
+#    kept trying while the allocation back-off allowed, 0.1 s after the
+#    first failure, then 0.2 s, ...) and, with the two lines' own, at
+#    most the executions dropped; and the line after a connection's line
+#    is logged at least 10 s after that connection was opened.  The rate
+#    limit reads its clock, which starts the 10 s, while the connection
+#    runs, a moment before the line is written; so the bound holds
+#    however long that moment lasts, and a missing or shorter limit gives
+#    the back-off's 0.1 s steps instead.
 #
 # The 20000 distinct statements select distinct pairs of columns of a wide
 # table: no constants, so they stay distinct on every version (SET values,
@@ -166,19 +171,19 @@ is($entries + $dropped, 20000,
 	'every statement not recorded is counted in dropped');
 
 # The "record a statement" lines of the log: [time (s), suppressed count
-# from its DETAIL or 0].
+# from its DETAIL or 0, pid].
 sub record_lines
 {
 	my @r;
 	for my $l (split /\n/, slurp_file($node->logfile))
 	{
-		my ($y, $mo, $d, $h, $mi, $sec, $what) = $l =~
-		  /^(\d+)-(\d+)-(\d+) (\d+):(\d+):(\d+\.\d+) UTC \[\d+\] .*?(?:LOG|DETAIL):  (.*)$/
+		my ($y, $mo, $d, $h, $mi, $sec, $pid, $what) = $l =~
+		  /^(\d+)-(\d+)-(\d+) (\d+):(\d+):(\d+\.\d+) UTC \[(\d+)\] .*?(?:LOG|DETAIL):  (.*)$/
 		  or next;
 		if ($what =~ /^pgss_ng could not record a statement: /)
 		{
 			push @r,
-			  [ timegm(0, $mi, $h, $d, $mo - 1, $y) + $sec, 0 ];
+			  [ timegm(0, $mi, $h, $d, $mo - 1, $y) + $sec, 0, $pid ];
 		}
 		elsif (@r && $what =~
 			/^(\d+) more such messages were suppressed since the last one\.$/)
@@ -189,21 +194,36 @@ sub record_lines
 	return @r;
 }
 
-# One new statement every 0.1 s (not seen before: each tries to make an
-# entry) until the second line is logged.
+# The first line logged by one of the connections below and the line
+# after it: (index of the first in @rec, or undef).
+my %opened;    # pid of a connection => when it was opened (time())
+sub paired_line
 {
-	my $poll = $node->background_psql('postgres');
+	my @rec = @_;
+	for my $k (0 .. $#rec - 1)
+	{
+		return $k if exists $opened{ $rec[$k][2] };
+	}
+	return undef;
+}
+
+# Every 0.1 s a new connection runs a new statement (not seen before: it
+# tries to make an entry), until a line one of them logged has a
+# successor.
+{
 	my $n = 0;
 	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (record_lines() < 2 && time() < $deadline)
+	while (!defined paired_line(record_lines()) && time() < $deadline)
 	{
 		$n++;
 		my ($i, $j) = (3 + int($n / 147), 3 + $n % 147);
-		$poll->query_safe("SELECT c1, c2, c$i, c$j FROM w");
+		my $t = time();
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pg_backend_pid(); SELECT c1, c2, c$i, c$j FROM w");
+		$opened{$pid} //= $t;
 		usleep(100_000);
 	}
-	$poll->quit;
-	note("$n more statements until the second line");
+	note("$n connections until a line of one of them had a successor");
 }
 my @rec = record_lines();
 $dropped = quiet_psql('SELECT dropped FROM pgss_ng_info');
@@ -211,13 +231,21 @@ note(sprintf('"record a statement" lines: %s; dropped %d',
 		join(', ', map { sprintf('%.3f s +%d', $_->[0] - $rec[0][0], $_->[1]) } @rec),
 		$dropped));
 cmp_ok(scalar(@rec), '>=', 2, 'a second "could not record a statement" line');
-# (the rate limit reads the clock a moment before the line is written:
-# a second of slack, still far from the back-off's 0.1 s steps)
-cmp_ok($rec[1][0] - $rec[0][0], '>=', 9,
-	'it came about 10 s after the first, not sooner');
-cmp_ok($rec[1][1], '>=', 1, 'it says how many were suppressed since the first');
-cmp_ok($rec[1][1] + 2, '<=', $dropped,
+cmp_ok($rec[1][1] // 0, '>=', 1,
+	'it says how many were suppressed since the first');
+cmp_ok(($rec[1][1] // 0) + 2, '<=', $dropped,
 	'those suppressed and the two lines\' are at most the executions dropped');
+my $k = paired_line(@rec);
+ok(defined $k, 'a line logged by a new connection, and one after it');
+if (defined $k)
+{
+	my $gap = $rec[ $k + 1 ][0] - $opened{ $rec[$k][2] };
+	note(sprintf('the next line came %.3f s after the connection of line %d '
+		  . 'was opened', $gap, $k + 1));
+	# log times are in whole ms, rounded down
+	cmp_ok($gap, '>=', 10 - 0.001,
+		'the next line came at least 10 s after the connection was opened');
+}
 
 $node->stop('fast');
 done_testing();
