@@ -102,23 +102,6 @@ my @symbols =
 	}
 }
 
-# Poll until backend $pid waits on LWLock $name; return what it last showed.
-sub wait_for_lwlock
-{
-	my ($pid, $name) = @_;
-	my $seen = '';
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (time() < $deadline)
-	{
-		$seen = $obs->query_safe(
-			"SELECT wait_event_type || ':' || wait_event
-			 FROM pg_stat_activity WHERE pid = $pid");
-		last if $seen eq "LWLock:$name";
-		usleep(50_000);
-	}
-	return $seen;
-}
-
 # Let A go and check that A and B finished their statements (whose
 # markers are $am and $bm, if sent) with the expected output, and no error.
 sub finish_scenario
@@ -131,13 +114,6 @@ sub finish_scenario
 	return;
 }
 
-sub library_ok
-{
-	my ($name) = @_;
-	return ok(!library_replaced($apid),
-		"$name: pgss_ng.so on disk is the one the server loaded");
-}
-
 # From here on B is not tracked: its pgss_ng_reset() needs no entry.
 $sess_b->query_safe('SET pgss_ng.track = none');
 
@@ -146,13 +122,7 @@ $sess_b->query_safe('SET pgss_ng.track = none');
 sub gdb_break_a
 {
 	my ($name, $func) = @_;
-	return undef unless library_ok($name);
-	my $g = gdb_start($apid);
-	gdb_send($g, "break $func", 'continue');
-	return $g
-	  if ok(defined gdb_wait($g, qr/Continuing\./), "$name: gdb attached to A");
-	gdb_release($g);
-	return undef;
+	return gdb_attach($name, $apid, $func);
 }
 
 # --- pgss_ng_qtext -------------------------------------------------------------------
@@ -183,7 +153,7 @@ sub gdb_break_a
 
 		# The reset frees the entry of role other, releasing the same text.
 		$bm = send_async($sess_b, 'SELECT pgss_ng_reset() IS NOT NULL;');
-		is(wait_for_lwlock($bpid, 'pgss_ng_qtext'), 'LWLock:pgss_ng_qtext',
+		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_qtext'), 'LWLock:pgss_ng_qtext',
 			'qtext: B waits on LWLock pgss_ng_qtext');
 	}
 	finish_scenario('qtext', $g, $am, '', $bm, 't');
@@ -313,7 +283,7 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 			'dealloc: called by pgss_ng_kind_evict');
 
 		$bm = send_async($sess_b, 'SELECT pgss_ng_reset() IS NOT NULL;');
-		is(wait_for_lwlock($bpid, 'pgss_ng_dealloc'),
+		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_dealloc'),
 			'LWLock:pgss_ng_dealloc',
 			'dealloc: B waits on LWLock pgss_ng_dealloc');
 	}
@@ -363,7 +333,7 @@ is($sess_b->query_safe('SHOW pgss_ng.max'), '100', 'alloc: max is 100');
 			'alloc: called by the init callback in lookup_or_create');
 
 		$bm = send_async($sess_b, 'SELECT x FROM t2;');
-		is(wait_for_lwlock($bpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
+		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
 			'alloc: B waits on LWLock pgss_ng_alloc');
 	}
 	finish_scenario('alloc', $g, $am, '', $bm, '');

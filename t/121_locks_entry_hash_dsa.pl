@@ -40,7 +40,6 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 
 use PgssNgTest;
-use PgssNgGdb;
 
 # the defaults: max 5000, track top, no planning
 my $node = pgss_node('entry_hash_dsa', 'pgss_ng.save' => 'off');
@@ -56,7 +55,7 @@ my $obs = $node->background_psql('postgres');
 $obs->query_safe('SET pgss_ng.track = none');
 $_->set_query_timer_restart for ($sess_a, $sess_b, $obs);
 
-gdb_skip_unless_usable($apid,
+gdb_usable_or_skip($apid,
 	qw(pgss_ng_kind_unlock_entry stmt_flush_pending create_body
 	  dshash_release_lock dsa_allocate_extended LWLockRelease));
 
@@ -69,13 +68,13 @@ sub calls_of
 		"SELECT coalesce(sum(calls), 0) FROM pgss_ng WHERE query = '$q'");
 }
 
-# A and B finished what they were sent ($am, $bm: marks of bg_send, or
+# A and B finished what they were sent ($am, $bm: markers of send_async, or
 # undef) with the expected output, and nothing went to stderr.
 sub both_finish
 {
 	my ($name, $am, $want_a, $bm, $want_b) = @_;
-	is(bg_wait($sess_a, $am), $want_a, "$name: A finished") if defined $am;
-	is(bg_wait($sess_b, $bm), $want_b, "$name: B finished") if defined $bm;
+	is(wait_async($sess_a, $am), $want_a, "$name: A finished") if defined $am;
+	is(wait_async($sess_b, $bm), $want_b, "$name: B finished") if defined $bm;
 	is($sess_a->{stderr} . $sess_b->{stderr}, '', "$name: no error in A or B");
 	return;
 }
@@ -91,15 +90,15 @@ sub a_holds_entry_lock_b_defers
 	return (undef, $am) unless defined $g;
 	like(gdb_bt($g), qr/#1 .*stmt_flush_pending/,
 		"$name: A called by the flush callback, entry lock held");
-	my $bm = bg_send($sess_b, "$s_sql;");
-	my $r = bg_wait_or_event($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')
+	my $bm = send_async($sess_b, "$s_sql;");
+	my $r = answered_or_lwlock($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')
 	  // 'timed out';
 	return ($g, $am)
 	  if is($r, 'answered',
 		"$name: B answered while A holds the entry lock (its flush deferred)");
 	# B waits (or hangs): let A go so that B can finish
 	gdb_release($g);
-	bg_wait($sess_b, $bm);
+	wait_async($sess_b, $bm);
 	return (undef, $am);
 }
 
@@ -118,8 +117,8 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		# B's count of S is pending since before it answered: once that is
 		# over 1 s ago, its next flush waits for the lock.
 		usleep(10_000) while time() < $answered + 1.05;
-		$bm = bg_send($sess_b, 'SELECT count(*) FROM t2;');
-		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_entry'),
+		$bm = send_async($sess_b, 'SELECT count(*) FROM t2;');
+		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_entry'),
 			'LWLock:pgss_ng_entry',
 			'deferred: past 1 s, B\'s next flush waits on LWLock pgss_ng_entry');
 	}
@@ -137,9 +136,9 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		($g, $am) = a_holds_entry_lock_b_defers('forced');
 		last SCENARIO unless defined $g;
 
-		$bm = bg_send($sess_b,
+		$bm = send_async($sess_b,
 			"SELECT calls FROM pgss_ng WHERE query = '$s_sql';");
-		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_entry'),
+		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_entry'),
 			'LWLock:pgss_ng_entry',
 			'forced: B\'s view read flushes first, waiting on LWLock pgss_ng_entry');
 	}
@@ -157,21 +156,21 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		($g, $am) = gdb_stop_at('hash', $apid, 'create_body', 'create_body',
 			$sess_a, 'SELECT x, x FROM t3;');
 		last SCENARIO unless defined $g;
-		gdb_cmd($g, 'delete', 'tbreak dshash_release_lock', 'continue');
+		gdb_send($g, 'delete', 'tbreak dshash_release_lock', 'continue');
 		last SCENARIO
-		  unless ok(gdb_stopped_in($g, 'dshash_release_lock'),
+		  unless ok(stopped_in($g, 'dshash_release_lock'),
 			'hash: A stopped in dshash_release_lock');
 		like(gdb_bt($g), qr/#1 .*pgss_ng_qtext_store/,
 			'hash: the first releases the text\'s partition');
-		gdb_cmd($g, 'tbreak dshash_release_lock', 'continue');
+		gdb_send($g, 'tbreak dshash_release_lock', 'continue');
 		last SCENARIO
-		  unless ok(gdb_stopped_in($g, 'dshash_release_lock'),
+		  unless ok(stopped_in($g, 'dshash_release_lock'),
 			'hash: A stopped in dshash_release_lock again');
 		like(gdb_bt($g), qr/#1 .*(?:create_body|lookup_or_create)/,
 			'hash: the second publishes the entry (called by create_body)');
 
-		$bm = bg_send($sess_b, 'SELECT count(*) > 0 FROM pgss_ng;');
-		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_hash'),
+		$bm = send_async($sess_b, 'SELECT count(*) > 0 FROM pgss_ng;');
+		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_hash'),
 			'LWLock:pgss_ng_hash',
 			'hash: B\'s view read waits on LWLock pgss_ng_hash');
 	}
@@ -192,15 +191,15 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		last SCENARIO unless defined $g;
 		like(gdb_bt($g), qr/create_body|lookup_or_create|alloc_body/,
 			'dsa: allocating the body of a new entry');
-		gdb_cmd($g, 'delete', 'tbreak LWLockRelease', 'continue');
+		gdb_send($g, 'delete', 'tbreak LWLockRelease', 'continue');
 		last SCENARIO
-		  unless ok(gdb_stopped_in($g, 'LWLockRelease'),
+		  unless ok(stopped_in($g, 'LWLockRelease'),
 			'dsa: A stopped in LWLockRelease');
 		like(gdb_bt($g), qr/#[12] .*dsa_allocate_extended/,
 			'dsa: releasing a lock of the area, inside dsa_allocate_extended');
 
-		$bm = bg_send($sess_b, 'SELECT x, x, x, x FROM t3;');
-		is(wait_for_wait_event($obs, $bpid, 'pgss_ng_dsa'),
+		$bm = send_async($sess_b, 'SELECT x, x, x, x FROM t3;');
+		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_dsa'),
 			'LWLock:pgss_ng_dsa',
 			'dsa: B\'s new entry waits on LWLock pgss_ng_dsa');
 	}

@@ -27,7 +27,6 @@ use Time::HiRes qw(time usleep);
 use Time::Local qw(timegm);
 
 use PgssNgTest;
-use PgssNgGdb;
 
 my $node = pgss_node(
 	'writer_gives_up',
@@ -47,14 +46,14 @@ END$$;
 my $sess_b = $node->background_psql('postgres', on_error_stop => 0);
 my $bpid = $sess_b->query_safe('SELECT pg_backend_pid()');
 $sess_b->set_query_timer_restart;
-gdb_skip_unless_usable($bpid, 'die');
+gdb_usable_or_skip($bpid, 'die');
 
 my $lock = $node->background_psql('postgres');
 $lock->query_safe('SELECT pg_advisory_lock(1)');
 
 $sess_b->query_safe("SET pgss_ng.track = 'all'");
 $sess_b->query_safe('SELECT count(*) FROM t') for 1 .. 2;
-my $bm = bg_send($sess_b, 'SELECT f();');
+my $bm = send_async($sess_b, 'SELECT f();');
 {
 	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
 	ok( $node->poll_query_until(
@@ -77,7 +76,7 @@ sub log_time
 	return undef;
 }
 
-my $g = gdb_attach($bpid, 'die');
+my $g = gdb_attach('shutdown', $bpid, 'die');
 my ($stop_out, $stop_err) = ('', '');
 my $stop = IPC::Run::start(
 	[
@@ -89,7 +88,7 @@ SCENARIO:
 {
 	last SCENARIO unless defined $g;
 	last SCENARIO
-	  unless ok(gdb_stopped_in($g, 'die'),
+	  unless ok(stopped_in($g, 'die'),
 		'the shutdown\'s SIGTERM stops B in die()');
 	my $given_up =
 	  qr/LOG:  pgss_ng writer saves statistics while 1 processes are still attached$/;

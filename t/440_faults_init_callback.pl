@@ -31,7 +31,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use PgssNgTest;
-use PgssNgGdb;
 
 # the register holding the second argument of a call, at its first
 # instruction
@@ -51,7 +50,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng; CREATE TABLE t1 (x int)'
 my $sess_a = $node->background_psql('postgres');
 my $apid = $sess_a->query_safe('SELECT pg_backend_pid()');
 $sess_a->set_query_timer_restart;
-gdb_skip_unless_usable($apid,
+gdb_usable_or_skip($apid,
 	qw(pgss_ng_qtext_store stmt_init dsa_allocate_extended));
 
 sub info
@@ -76,19 +75,19 @@ SCENARIO:
 		'pgss_ng_qtext_store', $sess_a, "$n_sql;");
 	last SCENARIO unless defined $g;
 	like(gdb_bt($g), qr/#1 .*stmt_init/, 'called by the init callback');
-	gdb_cmd($g, 'delete', 'tbreak *dsa_allocate_extended', 'continue');
+	gdb_send($g, 'delete', 'tbreak *dsa_allocate_extended', 'continue');
 	last SCENARIO
-	  unless ok(gdb_stopped_in($g, 'dsa_allocate_extended'),
+	  unless ok(stopped_in($g, 'dsa_allocate_extended'),
 		'A stopped in dsa_allocate_extended');
 	like(gdb_bt($g), qr/dshash_find_or_insert.*pgss_ng_qtext_store/s,
 		'allocating in the text hash, inside pgss_ng_qtext_store');
-	gdb_cmd($g, "set $reg = 0xffffffffffffff00", "print/x $reg",
+	gdb_send($g, "set $reg = 0xffffffffffffff00", "print/x $reg",
 		'echo @@set@@\n');
 	ok(defined gdb_wait($g, qr/0xffffffffffffff00\n.*\@\@set\@\@/s),
 		'the requested size is now 2^64 - 256');
 }
 gdb_release($g);
-is(bg_wait($sess_a, $am), '', 'A\'s statement succeeded');
+is(wait_async($sess_a, $am), '', 'A\'s statement succeeded');
 is($sess_a->{stderr}, '', 'nothing reached A\'s client');
 
 my @lines = grep { /pgss_ng could not/ } split /\n/,

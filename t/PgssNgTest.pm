@@ -18,7 +18,9 @@ our @EXPORT =
   setup_alice_bob crc32c write_file
   gdb_installed gdb_probe gdb_start gdb_send gdb_wait gdb_stop_re
   stopped_in stopped_or_answered gdb_bt gdb_release library_replaced
-  send_async wait_async stop_and_check_log untracked_psql);
+  gdb_usable_or_skip gdb_attach gdb_stop_at
+  send_async wait_async answered_or_lwlock wait_for_lwlock
+  stop_and_check_log untracked_psql);
 
 # pgss_node($name, %gucs)
 #	Create, initdb and start a node whose postgresql.conf preloads pgss_ng
@@ -232,25 +234,27 @@ sub gdb_start
 	$g->{timer} = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
 	$g->{h} = IPC::Run::start([ 'gdb', '-q', '-nx', '-p', $pid ],
 		'<', \$g->{in}, '>', \$g->{out}, '2>', \$g->{err}, $g->{timer});
-	# The backend's own signals (reload, latch wake-ups) must reach it
-	# without stopping it.  SIGINT keeps gdb's default (stop, not passed):
-	# gdb_release() uses it to interrupt a running backend.
+	# The backend's own signals (reload, latch wake-ups, a shutdown's
+	# SIGTERM) must reach it without stopping it.  SIGINT keeps gdb's
+	# default (stop, not passed): gdb_release() uses it to interrupt a
+	# running backend.
 	gdb_send($g,
 		'set pagination off',
 		'set confirm off',
 		'set width 0',
 		'set debuginfod enabled off',
-		'handle SIGHUP SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE nostop noprint pass'
+		'handle SIGHUP SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE SIGTERM nostop noprint pass'
 	);
 	return $g;
 }
 
 # gdb_send($g, @commands)
-#	Send commands to gdb without waiting.
+#	Send commands to gdb without waiting ("continue" and "finish" let the
+#	backend run).
 sub gdb_send
 {
 	my ($g, @cmds) = @_;
-	$g->{stopped} = 0 if grep { $_ eq 'continue' } @cmds;
+	$g->{stopped} = 0 if grep { /^(?:continue|finish)$/ } @cmds;
 	$g->{in} .= join('', map { "$_\n" } @cmds);
 	$g->{h}->pump_nb;
 	return;
@@ -310,14 +314,8 @@ sub stopped_or_answered
 			$g->{stopped} = 1;
 			return 'stopped';
 		}
-		if ($s->{stdout} =~ /\Q$mark\E\n/)
-		{
-			my $out = $s->{stdout};
-			$s->{stdout} = '';
-			$out =~ s/\Q$mark\E\n//;
-			chomp $out;
-			return $out;
-		}
+		my $out = take_answer($s, $mark);
+		return $out if defined $out;
 		usleep(10_000);
 	}
 	diag("gdb output:\n$g->{out}\ngdb stderr:\n$g->{err}");
@@ -334,13 +332,14 @@ sub gdb_bt
 }
 
 # gdb_release($g)
-#	Remove the breakpoints, let the backend go, quit.  Works whether the
+#	Remove the breakpoints, let the backend go, quit ($g may be undef:
+#	nothing to do).  Works whether the
 #	backend is stopped at a breakpoint or running (after a failed wait:
 #	gdb is interrupted first, which stops it).
 sub gdb_release
 {
 	my ($g) = @_;
-	return if $g->{released}++;
+	return if !defined $g || $g->{released}++;
 	$g->{h}->signal('INT') if !$g->{stopped} && $g->{h}->pumpable;
 	gdb_send($g, 'delete', 'detach', 'quit') if $g->{h}->pumpable;
 	$g->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
@@ -363,6 +362,57 @@ sub library_replaced
 	return $replaced;
 }
 
+# gdb_usable_or_skip($pid, @symbols)
+#	Skip the whole file (plan skip_all, saying why) unless gdb is
+#	installed and can attach to backend $pid; then one test per symbol
+#	(a function a breakpoint goes on) that gdb must find.
+sub gdb_usable_or_skip
+{
+	my ($pid, @symbols) = @_;
+	plan skip_all => 'gdb is not installed' unless gdb_installed();
+	my ($attached, $out, $why) = gdb_probe($pid, @symbols);
+	plan skip_all => "gdb cannot attach to a backend: $why" unless $attached;
+	like($out, qr/Symbol "\Q$_\E" is/, "gdb finds $_")
+	  or diag("gdb output:\n$out")
+	  for @symbols;
+	return;
+}
+
+# gdb_attach($name, $pid, @breaks)
+#	Attach gdb to backend $pid, set a breakpoint at each of @breaks (gdb
+#	"break" arguments) and let it run; returns the handle, or undef (with
+#	a failed test named after scenario $name) if the pgss_ng.so on disk
+#	is not the one the backend loaded or gdb did not attach.
+sub gdb_attach
+{
+	my ($name, $pid, @breaks) = @_;
+	return undef
+	  unless ok(!library_replaced($pid),
+		"$name: pgss_ng.so on disk is the one backend $pid loaded");
+	my $g = gdb_start($pid);
+	gdb_send($g, (map { "break $_" } @breaks), 'continue');
+	return $g
+	  if ok(defined gdb_wait($g, qr/Continuing\./),
+		"$name: gdb attached to backend $pid");
+	gdb_release($g);
+	return undef;
+}
+
+# gdb_stop_at($name, $pid, $break, $func, $s, $sql)
+#	gdb_attach() with a breakpoint at $break, send $sql to session $s
+#	(send_async) and wait until backend $pid stops in $func (one test).
+#	Returns (the handle, or undef with gdb let go if any of it failed;
+#	the marker of $sql, undef if it was not sent).
+sub gdb_stop_at
+{
+	my ($name, $pid, $break, $func, $s, $sql) = @_;
+	my $g = gdb_attach($name, $pid, $break) or return (undef, undef);
+	my $mark = send_async($s, $sql);
+	return ($g, $mark) if ok(stopped_in($g, $func), "$name: stopped in $func");
+	gdb_release($g);
+	return (undef, $mark);
+}
+
 # --- background_psql sessions: send without waiting, wait later ---
 
 my $nmark = 0;
@@ -379,21 +429,76 @@ sub send_async
 	return $mark;
 }
 
+# take_answer($s, $mark)
+#	If session $s has answered what send_async() sent with marker $mark,
+#	its output (consumed); else undef.
+sub take_answer
+{
+	my ($s, $mark) = @_;
+	return undef unless $s->{stdout} =~ /\Q$mark\E\n/;
+	my $out = $s->{stdout};
+	$s->{stdout} = '';
+	$out =~ s/\Q$mark\E\n//;
+	chomp $out;
+	return $out;
+}
+
 # wait_async($s, $mark)
 #	The output of what send_async() sent, or undef on timeout.
 sub wait_async
 {
 	my ($s, $mark) = @_;
 	$s->{timeout}->start;
-	my $ok = eval {
+	eval {
 		pump_until($s->{run}, $s->{timeout}, \$s->{stdout}, qr/\Q$mark\E\n/);
 	};
-	my $out = $s->{stdout};
-	$s->{stdout} = '';
-	return undef unless $ok;
-	$out =~ s/\Q$mark\E\n//;
-	chomp $out;
-	return $out;
+	return take_answer($s, $mark);
+}
+
+# lwlock_of($obs, $pid)
+#	What backend $pid waits on now, "type:event" ('' if nothing), read
+#	through the (untracked) session $obs.
+sub lwlock_of
+{
+	my ($obs, $pid) = @_;
+	return $obs->query_safe(
+		"SELECT coalesce(wait_event_type || ':' || wait_event, '')
+		 FROM pg_stat_activity WHERE pid = $pid");
+}
+
+# wait_for_lwlock($obs, $pid, $name)
+#	Poll until backend $pid waits on LWLock $name (at most the suite's
+#	timeout); return what it showed last.
+sub wait_for_lwlock
+{
+	my ($obs, $pid, $name) = @_;
+	my $seen = '';
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		$seen = lwlock_of($obs, $pid);
+		last if $seen eq "LWLock:$name";
+		usleep(50_000);
+	}
+	return $seen;
+}
+
+# answered_or_lwlock($obs, $s, $mark, $pid, $name)
+#	'answered' once session $s answered what send_async() sent with
+#	marker $mark (its output consumed), or 'waits' once its backend $pid
+#	waits on LWLock $name, whichever comes first; undef on timeout.
+sub answered_or_lwlock
+{
+	my ($obs, $s, $mark, $pid, $name) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		$s->{run}->pump_nb;
+		return 'answered' if defined take_answer($s, $mark);
+		return 'waits' if lwlock_of($obs, $pid) eq "LWLock:$name";
+		usleep(20_000);
+	}
+	return undef;
 }
 
 1;
