@@ -144,12 +144,9 @@ sub gdb_break_a
 			'qtext: A stopped in pgss_ng_qtext_store');
 		# Its first call of dshash_release_lock releases the partition
 		# lock it holds on the text's hash.
-		gdb_send($g, 'delete', 'tbreak dshash_release_lock', 'continue');
-		last SCENARIO
-		  unless ok(stopped_in($g, 'dshash_release_lock'),
-			'qtext: A stopped in dshash_release_lock');
-		like(gdb_bt($g), qr/#1 .*pgss_ng_qtext_store/,
-			'qtext: called by pgss_ng_qtext_store');
+		stop_next($g, 'qtext', 'dshash_release_lock', 'dshash_release_lock',
+			qr/#1 .*pgss_ng_qtext_store/, 'called by pgss_ng_qtext_store')
+		  or last SCENARIO;
 
 		# The reset frees the entry of role other, releasing the same text.
 		$bm = send_async($sess_b, 'SELECT pgss_ng_reset() IS NOT NULL;');
@@ -220,12 +217,9 @@ sub gdb_break_a
 			'publish: A stopped in insert_guarded');
 		# The next dshash_release_lock releases the partition lock under
 		# which A published its entry; let it return.
-		gdb_send($g, 'delete', 'tbreak dshash_release_lock', 'continue');
-		last SCENARIO
-		  unless ok(stopped_in($g, 'dshash_release_lock'),
-			'publish: A stopped in dshash_release_lock');
-		like(gdb_bt($g), qr/#1 .*(?:create_body|lookup_or_create)/,
-			'publish: called by create_body');
+		stop_next($g, 'publish', 'dshash_release_lock', 'dshash_release_lock',
+			qr/#1 .*(?:create_body|lookup_or_create)/, 'called by create_body')
+		  or last SCENARIO;
 		gdb_send($g, 'finish');
 		last SCENARIO
 		  unless ok(defined gdb_wait($g, qr/Run till exit.*\n.*\(/),

@@ -68,15 +68,27 @@ sub calls_of
 		"SELECT coalesce(sum(calls), 0) FROM pgss_ng WHERE query = '$q'");
 }
 
-# A and B finished what they were sent ($am, $bm: markers of send_async, or
-# undef) with the expected output, and nothing went to stderr.
+# Let A go ($g: its gdb, or undef); A and B finished what they were sent
+# ($am, $bm: markers of send_async, or undef) with the expected output,
+# and nothing went to stderr.
 sub both_finish
 {
-	my ($name, $am, $want_a, $bm, $want_b) = @_;
+	my ($g, $name, $am, $want_a, $bm, $want_b) = @_;
+	gdb_release($g);
 	is(wait_async($sess_a, $am), $want_a, "$name: A finished") if defined $am;
 	is(wait_async($sess_b, $bm), $want_b, "$name: B finished") if defined $bm;
 	is($sess_a->{stderr} . $sess_b->{stderr}, '', "$name: no error in A or B");
 	return;
+}
+
+# Send $sql to B: B must wait on LWLock $lock (test $what).  Returns the
+# marker.
+sub b_waits_on
+{
+	my ($lock, $sql, $what) = @_;
+	my $bm = send_async($sess_b, $sql);
+	is(wait_for_lwlock($obs, $bpid, $lock), "LWLock:$lock", $what);
+	return $bm;
 }
 
 # Stop A in pgss_ng_kind_unlock_entry of its flush of S (S's entry lock
@@ -117,13 +129,10 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		# B's count of S is pending since before it answered: once that is
 		# over 1 s ago, its next flush waits for the lock.
 		usleep(10_000) while time() < $answered + 1.05;
-		$bm = send_async($sess_b, 'SELECT count(*) FROM t2;');
-		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_entry'),
-			'LWLock:pgss_ng_entry',
+		$bm = b_waits_on('pgss_ng_entry', 'SELECT count(*) FROM t2;',
 			'deferred: past 1 s, B\'s next flush waits on LWLock pgss_ng_entry');
 	}
-	gdb_release($g);
-	both_finish('deferred', $am, '0', $bm, '0');
+	both_finish($g, 'deferred', $am, '0', $bm, '0');
 	is(calls_of($s_sql), 4, 'deferred: S counts 4 calls, none lost');
 	is(calls_of('SELECT count(*) FROM t2'), 1, 'deferred: T counted once');
 }
@@ -136,14 +145,11 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		($g, $am) = a_holds_entry_lock_b_defers('forced');
 		last SCENARIO unless defined $g;
 
-		$bm = send_async($sess_b,
-			"SELECT calls FROM pgss_ng WHERE query = '$s_sql';");
-		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_entry'),
-			'LWLock:pgss_ng_entry',
+		$bm = b_waits_on('pgss_ng_entry',
+			"SELECT calls FROM pgss_ng WHERE query = '$s_sql';",
 			'forced: B\'s view read flushes first, waiting on LWLock pgss_ng_entry');
 	}
-	gdb_release($g);
-	both_finish('forced', $am, '0', $bm, '6');
+	both_finish($g, 'forced', $am, '0', $bm, '6');
 	is(calls_of($s_sql), 6, 'forced: S counts 6 calls, none lost');
 }
 
@@ -156,26 +162,19 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		($g, $am) = gdb_stop_at('hash', $apid, 'create_body', 'create_body',
 			$sess_a, 'SELECT x, x FROM t3;');
 		last SCENARIO unless defined $g;
-		gdb_send($g, 'delete', 'tbreak dshash_release_lock', 'continue');
-		last SCENARIO
-		  unless ok(stopped_in($g, 'dshash_release_lock'),
-			'hash: A stopped in dshash_release_lock');
-		like(gdb_bt($g), qr/#1 .*pgss_ng_qtext_store/,
-			'hash: the first releases the text\'s partition');
-		gdb_send($g, 'tbreak dshash_release_lock', 'continue');
-		last SCENARIO
-		  unless ok(stopped_in($g, 'dshash_release_lock'),
-			'hash: A stopped in dshash_release_lock again');
-		like(gdb_bt($g), qr/#1 .*(?:create_body|lookup_or_create)/,
-			'hash: the second publishes the entry (called by create_body)');
+		stop_next($g, 'hash', 'dshash_release_lock', 'dshash_release_lock',
+			qr/#1 .*pgss_ng_qtext_store/,
+			'the first releases the text\'s partition')
+		  or last SCENARIO;
+		stop_next($g, 'hash', 'dshash_release_lock', 'dshash_release_lock',
+			qr/#1 .*(?:create_body|lookup_or_create)/,
+			'the second publishes the entry (called by create_body)')
+		  or last SCENARIO;
 
-		$bm = send_async($sess_b, 'SELECT count(*) > 0 FROM pgss_ng;');
-		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_hash'),
-			'LWLock:pgss_ng_hash',
+		$bm = b_waits_on('pgss_ng_hash', 'SELECT count(*) > 0 FROM pgss_ng;',
 			'hash: B\'s view read waits on LWLock pgss_ng_hash');
 	}
-	gdb_release($g);
-	both_finish('hash', $am, '', $bm, 't');
+	both_finish($g, 'hash', $am, '', $bm, 't');
 	is(calls_of('SELECT x, x FROM t3'), 1, 'hash: A\'s statement recorded');
 	$sess_b->query_safe('SET pgss_ng.track = top');
 }
@@ -191,20 +190,15 @@ is(calls_of($s_sql), 2, 'S: one call of A and one of B');
 		last SCENARIO unless defined $g;
 		like(gdb_bt($g), qr/create_body|lookup_or_create|alloc_body/,
 			'dsa: allocating the body of a new entry');
-		gdb_send($g, 'delete', 'tbreak LWLockRelease', 'continue');
-		last SCENARIO
-		  unless ok(stopped_in($g, 'LWLockRelease'),
-			'dsa: A stopped in LWLockRelease');
-		like(gdb_bt($g), qr/#[12] .*dsa_allocate_extended/,
-			'dsa: releasing a lock of the area, inside dsa_allocate_extended');
+		stop_next($g, 'dsa', 'LWLockRelease', 'LWLockRelease',
+			qr/#[12] .*dsa_allocate_extended/,
+			'releasing a lock of the area, inside dsa_allocate_extended')
+		  or last SCENARIO;
 
-		$bm = send_async($sess_b, 'SELECT x, x, x, x FROM t3;');
-		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_dsa'),
-			'LWLock:pgss_ng_dsa',
+		$bm = b_waits_on('pgss_ng_dsa', 'SELECT x, x, x, x FROM t3;',
 			'dsa: B\'s new entry waits on LWLock pgss_ng_dsa');
 	}
-	gdb_release($g);
-	both_finish('dsa', $am, '', $bm, '');
+	both_finish($g, 'dsa', $am, '', $bm, '');
 	is( $obs->query_safe(
 			q{SELECT string_agg(calls::text, ' ' ORDER BY query)
 			  FROM pgss_ng WHERE query IN ('SELECT x, x, x FROM t3',

@@ -75,12 +75,10 @@ SCENARIO:
 		'pgss_ng_qtext_store', $sess_a, "$n_sql;");
 	last SCENARIO unless defined $g;
 	like(gdb_bt($g), qr/#1 .*stmt_init/, 'called by the init callback');
-	gdb_send($g, 'delete', 'tbreak *dsa_allocate_extended', 'continue');
-	last SCENARIO
-	  unless ok(stopped_in($g, 'dsa_allocate_extended'),
-		'A stopped in dsa_allocate_extended');
-	like(gdb_bt($g), qr/dshash_find_or_insert.*pgss_ng_qtext_store/s,
-		'allocating in the text hash, inside pgss_ng_qtext_store');
+	stop_next($g, 'init', '*dsa_allocate_extended', 'dsa_allocate_extended',
+		qr/dshash_find_or_insert.*pgss_ng_qtext_store/s,
+		'allocating in the text hash, inside pgss_ng_qtext_store')
+	  or last SCENARIO;
 	gdb_send($g, "set $reg = 0xffffffffffffff00", "print/x $reg",
 		'echo @@set@@\n');
 	ok(defined gdb_wait($g, qr/0xffffffffffffff00\n.*\@\@set\@\@/s),

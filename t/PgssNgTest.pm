@@ -18,7 +18,7 @@ our @EXPORT =
   setup_alice_bob crc32c write_file
   gdb_installed gdb_probe gdb_start gdb_send gdb_wait gdb_stop_re
   stopped_in stopped_or_answered gdb_bt gdb_release library_replaced
-  gdb_usable_or_skip gdb_attach gdb_stop_at
+  gdb_usable_or_skip gdb_attach gdb_stop_at stop_next
   send_async wait_async answered_or_lwlock wait_for_lwlock
   stop_and_check_log untracked_psql);
 
@@ -411,6 +411,20 @@ sub gdb_stop_at
 	return ($g, $mark) if ok(stopped_in($g, $func), "$name: stopped in $func");
 	gdb_release($g);
 	return (undef, $mark);
+}
+
+# stop_next($g, $name, $break, $func, $bt_re, $what)
+#	From a stop of backend A: delete the breakpoints, set a temporary one
+#	at $break, let A run and wait until it stops in $func (one test);
+#	then its backtrace must match $bt_re (one test, "$name: $what").
+#	True if A stopped there.
+sub stop_next
+{
+	my ($g, $name, $break, $func, $bt_re, $what) = @_;
+	gdb_send($g, 'delete', "tbreak $break", 'continue');
+	return 0 unless ok(stopped_in($g, $func), "$name: A stopped in $func");
+	like(gdb_bt($g), $bt_re, "$name: $what");
+	return 1;
 }
 
 # --- background_psql sessions: send without waiting, wait later ---
