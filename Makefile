@@ -32,6 +32,7 @@ OBJS = \
 	src/qtext.o \
 	src/sqlfuncs.o \
 	src/convert.o \
+	src/rowform.o \
 	src/persist.o
 
 # pgss_ng, and pgss_ng_compat: pg_stat_statements' objects (those of this

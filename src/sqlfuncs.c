@@ -44,6 +44,7 @@
 #include "utils/timestamp.h"
 
 #include "convert.h"
+#include "rowform.h"
 #include "stmt_kind.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
@@ -173,6 +174,7 @@ typedef struct ReadRows
 	Oid			userid;
 	PgssNgConvert convert;		/* texts into the database's encoding */
 	Datum		no_privilege;	/* "<insufficient privilege>" */
+	PgssNgRowForm *rowform;		/* builds the rows */
 } ReadRows;
 
 /*
@@ -269,8 +271,7 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 	i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
 
 	Assert(i == PGSS_NG_COLS);
-	tuplestore_putvalues(rr->rsinfo->setResult, rr->rsinfo->setDesc, values,
-						 nulls);
+	pgss_ng_rowform_put(rr->rowform, rr->rsinfo->setResult, values, nulls);
 }
 
 /*
@@ -306,6 +307,7 @@ pgss_ng(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		return (Datum) 0;
+	rr.rowform = pgss_ng_rowform_make(rr.rsinfo->setDesc);
 	rr.showtext = PG_GETARG_BOOL(0);
 	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
 		changed_since = PG_GETARG_TIMESTAMPTZ(1);
