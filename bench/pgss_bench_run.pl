@@ -1109,37 +1109,49 @@ sub cpu_start
 }
 
 # In the probe's child: "t1 cpu1 t2 cpu2 backends" (s since the epoch, ns).
+# The backends are those of pgbench at t2, when only its clients' are
+# there: at t1 its first connection (its checks, made before the
+# clients connect) may still be, or a client not yet, however loaded the
+# machine.  Every backend's CPU is read at t1; one that was not there yet
+# counts from 0 (all its transactions are in the window).
 sub cpu_sample
 {
 	my ($cell, $t0) = @_;
-	my @pids;
-	# a second in: pgbench's first connection (made before the clients')
-	# is gone by then
+	my $pgbench_pids = sub {
+		return split ' ', psql("SELECT string_agg(pid::text, ' ') FROM pg_stat_activity "
+			  . "WHERE application_name = 'pgbench' AND backend_type = 'client backend'");
+	};
+	my $cpu_of = sub {
+		my ($p) = @_;
+		open my $fh, '<', "/proc/$p/schedstat" or return undef;
+		my $l = <$fh>;
+		close $fh;
+		return defined $l ? (split ' ', $l)[0] : undef;
+	};
 	my $t1 = $t0 + 1;
 	sleep($t1 - time) if $t1 > time;
-	while (1)
+	my %at_t1;
+	for my $p ($pgbench_pids->())
 	{
-		@pids = split ' ', psql("SELECT string_agg(pid::text, ' ') FROM pg_stat_activity "
-			  . "WHERE application_name = 'pgbench' AND backend_type = 'client backend'");
-		last if @pids == $cell->{clients};
-		die "found " . scalar(@pids) . " pgbench backends, not $cell->{clients}\n"
-		  if time - $t0 > 10;
-		sleep 0.05;
+		my $c = $cpu_of->($p);
+		$at_t1{$p} = $c if defined $c;
 	}
-	my $cpu = sub {
-		my $sum = 0;
-		for my $p (@pids)
-		{
-			my $l = slurp("/proc/$p/schedstat");
-			$sum += (split ' ', $l)[0];
-		}
-		return ($sum, time);
-	};
-	my ($c1, $s1) = $cpu->();
+	my $s1 = time;
 	my $t2 = $t0 + $opt{duration} - 0.7;
 	die "too short a run for the CPU probe\n" if $t2 <= $s1;
 	sleep($t2 - time) if $t2 > time;
-	my ($c2, $s2) = $cpu->();
+	my @pids = $pgbench_pids->();
+	die "found " . scalar(@pids) . " pgbench backends, not $cell->{clients}\n"
+	  unless @pids == $cell->{clients};
+	my ($c1, $c2) = (0, 0);
+	for my $p (@pids)
+	{
+		my $c = $cpu_of->($p);
+		die "pgbench backend $p exited before the end of the run\n" unless defined $c;
+		$c2 += $c;
+		$c1 += $at_t1{$p} // 0;
+	}
+	my $s2 = time;
 	return "$s1 $c1 $s2 $c2 " . scalar @pids;
 }
 
