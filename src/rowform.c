@@ -171,6 +171,28 @@ not_null_bits(const bool *nulls)
 }
 
 /*
+ * put_byval_run
+ *		Store the non-null values of columns i .. end - 1 of a run, each
+ *		len bytes passed by value, from data on (aligned by the caller: in
+ *		a run only the first stored value may need padding); returns the
+ *		end.  Always inlined with a constant len, so each run's loop stores
+ *		without a switch on the length.
+ */
+static pg_attribute_always_inline char *
+put_byval_run(char *data, const Datum *values, const bool *nulls,
+			  int i, int end, int len)
+{
+	for (; i < end; i++)
+	{
+		if (nulls[i])
+			continue;
+		store_att_byval(data, values[i], len);
+		data += len;
+	}
+	return data;
+}
+
+/*
  * pgss_ng_rowform_put
  *		Put the row (values, nulls) into store.  Memory: the store's for
  *		the row; the form's buffer may grow (CurrentMemoryContext must be
@@ -251,32 +273,14 @@ pgss_ng_rowform_put(PgssNgRowForm *rf, Tuplestorestate *store,
 		{
 			case ROWATT_BYVAL8:
 				data = (char *) att_align_nominal(data, TYPALIGN_DOUBLE);
-				for (; i < run->end; i++)
-				{
-					if (nulls[i])
-						continue;
-					store_att_byval(data, values[i], 8);
-					data += 8;
-				}
+				data = put_byval_run(data, values, nulls, i, run->end, 8);
 				break;
 			case ROWATT_BYVAL4:
 				data = (char *) att_align_nominal(data, TYPALIGN_INT);
-				for (; i < run->end; i++)
-				{
-					if (nulls[i])
-						continue;
-					store_att_byval(data, values[i], 4);
-					data += 4;
-				}
+				data = put_byval_run(data, values, nulls, i, run->end, 4);
 				break;
 			case ROWATT_BYVAL1:
-				for (; i < run->end; i++)
-				{
-					if (nulls[i])
-						continue;
-					store_att_byval(data, values[i], 1);
-					data += 1;
-				}
+				data = put_byval_run(data, values, nulls, i, run->end, 1);
 				break;
 			case ROWATT_VARLENA:
 				infomask |= HEAP_HASVARWIDTH;
