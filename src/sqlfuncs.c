@@ -304,7 +304,8 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
  *		functions' comments); with changed_since not NULL, only the
  *		entries changed at or after it.  Not strict (changed_since
  *		defaults to NULL): a NULL showtext returns no rows, as a strict
- *		function would.  Errors: library not preloaded.
+ *		function would.  Errors: library not preloaded; SQL objects of
+ *		another build (their column count).
  */
 static Datum
 read_rows(FunctionCallInfo fcinfo, bool detail)
@@ -322,6 +323,20 @@ read_rows(FunctionCallInfo fcinfo, bool detail)
 	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
 
 	InitMaterializedSRF(fcinfo, 0);
+
+	/*
+	 * SQL objects of another build (a database whose pgss_ng 1.0 was
+	 * created before a column moved) would have the rows read past what
+	 * put_row fills
+	 */
+	if (rr.rsinfo->setDesc->natts != (detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s returns %d columns, but the library makes %d",
+						detail ? "pgss_ng_detail" : "pgss_ng",
+						rr.rsinfo->setDesc->natts,
+						detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS),
+				 errhint("Drop and create extension \"pgss_ng\" again, so that its SQL objects are those of the library.")));
 	if (PG_ARGISNULL(0))
 		return (Datum) 0;
 	rr.rowform = pgss_ng_rowform_make(rr.rsinfo->setDesc);
