@@ -32,6 +32,7 @@ OBJS = \
 	src/qtext.o \
 	src/sqlfuncs.o \
 	src/convert.o \
+	src/rowform.o \
 	src/persist.o
 
 # pgss_ng, and pgss_ng_compat: pg_stat_statements' objects (those of this
@@ -70,6 +71,7 @@ REGRESS = \
 	021_literals \
 	022_security \
 	030_histogram \
+	031_read_rows \
 	040_compat
 # The module must be in shared_preload_libraries, so the suite cannot run
 # against an arbitrary installed server: only on its own temp instance.

@@ -5,16 +5,87 @@
 
 -- Per-statement statistics: the columns of pg_stat_statements 1.12
 -- (PostgreSQL 18), in its order, on every server version, then pgss_ng's
--- own columns (failed executions, last execution, time quantiles, CPU
--- times).  A column the server
+-- own counters (failed executions).  A column the server
 -- cannot measure is NULL (before 17: local_blk_*_time, jit_deform_*;
 -- before 18: wal_buffers_full, parallel_workers_*); before 17,
 -- shared_blk_*_time holds the server's combined shared and local block
--- times (1.10's blk_*_time).
+-- times (1.10's blk_*_time).  When each entry last ran, its time quantiles
+-- and its CPU times are in pgss_ng_detail (below).
 -- changed_since: only the entries changed at or after it (NULL: all).
 -- Not STRICT, so that changed_since can default to NULL; a NULL showtext
 -- returns no rows.
 CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
+    IN changed_since timestamptz DEFAULT NULL,
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT query text,
+    OUT plans int8,
+    OUT total_plan_time float8,
+    OUT min_plan_time float8,
+    OUT max_plan_time float8,
+    OUT mean_plan_time float8,
+    OUT stddev_plan_time float8,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT min_exec_time float8,
+    OUT max_exec_time float8,
+    OUT mean_exec_time float8,
+    OUT stddev_exec_time float8,
+    OUT rows int8,
+    OUT shared_blks_hit int8,
+    OUT shared_blks_read int8,
+    OUT shared_blks_dirtied int8,
+    OUT shared_blks_written int8,
+    OUT local_blks_hit int8,
+    OUT local_blks_read int8,
+    OUT local_blks_dirtied int8,
+    OUT local_blks_written int8,
+    OUT temp_blks_read int8,
+    OUT temp_blks_written int8,
+    OUT shared_blk_read_time float8,
+    OUT shared_blk_write_time float8,
+    OUT local_blk_read_time float8,
+    OUT local_blk_write_time float8,
+    OUT temp_blk_read_time float8,
+    OUT temp_blk_write_time float8,
+    OUT wal_records int8,
+    OUT wal_fpi int8,
+    OUT wal_bytes numeric,
+    OUT wal_buffers_full int8,
+    OUT jit_functions int8,
+    OUT jit_generation_time float8,
+    OUT jit_inlining_count int8,
+    OUT jit_inlining_time float8,
+    OUT jit_optimization_count int8,
+    OUT jit_optimization_time float8,
+    OUT jit_emission_count int8,
+    OUT jit_emission_time float8,
+    OUT jit_deform_count int8,
+    OUT jit_deform_time float8,
+    OUT parallel_workers_to_launch int8,
+    OUT parallel_workers_launched int8,
+    OUT stats_since timestamptz,
+    OUT minmax_stats_since timestamptz,
+    OUT errors int8,
+    OUT error_exec_time float8
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng AS
+  SELECT * FROM pgss_ng(true);
+
+GRANT SELECT ON pgss_ng TO PUBLIC;
+
+-- The same rows with every column: pgss_ng's, then what is kept of each
+-- entry's times beside its counters (when it last ran, its execution and
+-- planning time quantiles, its CPU times).  Kept apart from pgss_ng,
+-- whose rows are as many columns as pg_stat_statements' and read about as
+-- fast; same arguments and privileges.
+CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
     IN changed_since timestamptz DEFAULT NULL,
     OUT userid oid,
     OUT dbid oid,
@@ -87,13 +158,13 @@ CREATE FUNCTION pgss_ng(IN showtext boolean DEFAULT true,
     OUT plan_system_time float8
 )
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'pgss_ng'
+AS 'MODULE_PATHNAME', 'pgss_ng_detail'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
-CREATE VIEW pgss_ng AS
-  SELECT * FROM pgss_ng(true);
+CREATE VIEW pgss_ng_detail AS
+  SELECT * FROM pgss_ng_detail(true);
 
-GRANT SELECT ON pgss_ng TO PUBLIC;
+GRANT SELECT ON pgss_ng_detail TO PUBLIC;
 
 -- The execution and planning time histograms of one entry: one row per
 -- non-empty bucket.  The view shows all roles' numbers, not which statement

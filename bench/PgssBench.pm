@@ -24,8 +24,12 @@ our @EXPORT_OK = qw(@WORKLOADS @SCALE_WORKLOADS @VARIANTS %VNAME %MODES
   mode_usage parse_mode slurp spew median percentile);
 
 # Workloads in report order.
-our @WORKLOADS = qw(select_only tpcb hotcold_churn cold_only trickle
-  view_read view_read_incremental);
+our @WORKLOADS = qw(select_only tpcb hotcold_churn cold_only cold_long
+  trickle view_read view_read_incremental);
+
+# What --quick and --full run: every workload but cold_long (which only
+# --sizes' text pressure points need).
+my @MAIN_WORKLOADS = grep { $_ ne 'cold_long' } @WORKLOADS;
 
 # The workloads whose client count varies (view_read and
 # view_read_incremental always run with 4 and 1 clients).
@@ -47,7 +51,7 @@ our %MODES = (
 		duration  => 3,
 		clients   => '4',
 		scale     => 2,
-		workloads => join(',', @WORKLOADS),
+		workloads => join(',', @MAIN_WORKLOADS),
 		budget    => 270,
 		hard      => 600,
 		help => '3 x 3 s, 4 clients, every workload            about 4 minutes',
@@ -60,7 +64,7 @@ our %MODES = (
 		duration  => 10,
 		clients   => '1,4,16,64',
 		scale     => 10,
-		workloads => join(',', @WORKLOADS),
+		workloads => join(',', @MAIN_WORKLOADS),
 		budget    => 3600,
 		hard      => 5400,
 		help => '3 x 10 s, 1/4/16/64 clients, every workload   about 35 minutes',
@@ -78,6 +82,41 @@ our %MODES = (
 		help => "1 x 5 s, 1/4/16/64 clients, the pgbench\n"
 		  . '           workloads (not view_read*)                    about 6 minutes',
 	},
+	# sizes: the cost as the table grows (issue 19): cold_only and
+	# hotcold_churn at max = 1,000, 5,000, 20,000 and 50,000 (the "size
+	# points"), and cold_long (2 kB texts) at max 5,000 with and without
+	# text pressure; about 25 minutes (3 rounds of 20 runs of 10 s, each
+	# after a fill of the table to max, plus an eviction probe per run).
+	# The untracked server runs at the max 5,000 and no-pressure points
+	# only (it has no max).
+	sizes => {
+		rounds    => 3,
+		duration  => 10,
+		clients   => '4',
+		scale     => 1,
+		workloads => 'hotcold_churn,cold_only',
+		sizes     => '1000,5000,20000,50000',
+		pressure  => 5000,
+		budget    => 2400,
+		hard      => 3600,
+		help => "3 x 10 s, 4 clients, cold_only and hotcold_churn\n"
+		  . "           at max 1,000-50,000, cold_long with and without\n"
+		  . '           text pressure; eviction time, memory      about 25 minutes',
+	},
+	# cpu: backend CPU per transaction at one client (schedstat of the
+	# pgbench backend), 5 rounds of 10 s (about 6 minutes)
+	cpu => {
+		rounds      => 5,
+		duration    => 10,
+		clients     => '1',
+		scale       => 2,
+		workloads   => 'select_only,cold_only',
+		backend_cpu => 1,
+		budget      => 900,
+		hard        => 1500,
+		help => "5 x 10 s, 1 client, select_only and cold_only:\n"
+		  . '           backend CPU per transaction (schedstat)     about 6 minutes',
+	},
 	smoke => {
 		rounds    => 1,
 		duration  => 2,
@@ -93,7 +132,7 @@ our %MODES = (
 # The modes' lines of --help, in a fixed order (the ones above first).
 sub mode_usage
 {
-	my @order = grep { $MODES{$_} } qw(quick full scale smoke);
+	my @order = grep { $MODES{$_} } qw(quick full scale sizes cpu smoke);
 	push @order, sort grep { my $m = $_; !grep { $_ eq $m } @order } keys %MODES;
 	return join('', map { sprintf("  --%-6s %s\n", $_, $MODES{$_}{help}) } @order);
 }

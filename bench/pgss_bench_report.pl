@@ -10,7 +10,8 @@
 #
 # Any older results file's .json can be read again to rewrite its report.
 # The report is the sections of @SECTIONS, in order, each made from the
-# runs summarized by (workload, clients, variant) in summarize().
+# runs summarized by (workload, settings point, clients, variant) in
+# summarize(); runs without a point (every mode but --sizes) form one.
 use strict;
 use warnings;
 
@@ -26,12 +27,13 @@ use PgssBench qw(@WORKLOADS @VARIANTS %VNAME slurp spew median);
 
 # pgss_ng's TPS targets, of the untracked server's (others: 0.97).
 my %TPS_TARGET = (select_only => 0.97, tpcb => 0.97, trickle => 0.97,
-	hotcold_churn => 0.95, cold_only => 0.85);
+	hotcold_churn => 0.95, cold_only => 0.85, cold_long => 0.85);
 
 # The report's sections after its title, in order: each takes
 # ($data, $rows, $png) and returns its lines (none to leave it out).
 my @SECTIONS = (
 	\&section_setup, \&section_tps, \&section_scaling, \&section_failed,
+	\&section_sizes, \&section_text_pressure, \&section_backend_cpu,
 	\&section_view_read, \&section_view_read_incremental,
 	\&section_pgss_ng_info, \&section_targets, \&section_short_runs,
 	\&section_chart,
@@ -107,30 +109,62 @@ sub fmt_bytes
 }
 
 sub fmt_ratio { my ($r) = @_; return defined $r ? sprintf('%.2fx', $r) : '-'; }
+
+# A run's workload as the tables name it: with its settings point, if any.
+sub wl_label
+{
+	my ($s) = @_;
+	return defined $s->{point} ? "$s->{workload} ($s->{point})" : $s->{workload};
+}
 sub fmt_pct { my ($r) = @_; return defined $r ? sprintf('%.1f%%', 100 * $r) : '-'; }
 
-# Group runs by (workload, clients, variant) and summarize.
+# Group runs by (workload, point, clients, variant) and summarize; points
+# in the order of the run's meta data (runs without one: a single group).
 sub summarize
 {
 	my ($data) = @_;
 	my %g;
 	for my $run (@{ $data->{runs} })
 	{
-		push @{ $g{ $run->{workload} }{ $run->{clients} }{ $run->{variant} } }, $run;
+		push @{ $g{ $run->{workload} }{ $run->{point} // '' }{ $run->{clients} }{ $run->{variant} } }, $run;
+	}
+	my @points = map { $_->{name} } @{ $data->{meta}{points} || [] };
+	@points = ('') unless @points;
+	my %max = map { ($_->{name} => $_->{max}) } @{ $data->{meta}{points} || [] };
+	# the untracked server's shared memory: what the extensions' is
+	# measured against (--sizes)
+	my @none_sh = map { $_->{shmem} } grep { $_->{variant} eq 'none' && $_->{shmem} } @{ $data->{runs} };
+	my $none_anon = median(map { $_->{anon} } @none_sh);
+	my $none_dsm = median(map { $_->{dsm} } @none_sh);
+	# the untracked server's backend CPU per transaction, by round
+	my %none_cpu;
+	for my $run (@{ $data->{runs} })
+	{
+		next unless $run->{variant} eq 'none' && $run->{backend_cpu}
+		  && defined $run->{backend_cpu}{us_per_txn} && !$run->{error};
+		$none_cpu{ $run->{workload} }{ $run->{point} // '' }{ $run->{clients} }{ $run->{round} }
+		  = $run->{backend_cpu}{us_per_txn};
 	}
 	my @rows;
 	for my $w (@WORKLOADS)
 	{
 		next unless $g{$w};
-		for my $c (sort { $a <=> $b } keys %{ $g{$w} })
+		for my $pt (grep { $g{$w}{$_} } @points)
+		{
+		for my $c (sort { $a <=> $b } keys %{ $g{$w}{$pt} })
 		{
 			my %byv;
 			for my $v (@VARIANTS)
 			{
-				my $runs = $g{$w}{$c}{$v} or next;
+				my $runs = $g{$w}{$pt}{$c}{$v} or next;
 				my @ok = grep { defined $_->{tps} && !$_->{error} } @$runs;
 				my %s = (workload => $w, clients => $c, variant => $v,
 					rounds => scalar @ok, errors => scalar(@$runs) - scalar(@ok));
+				if ($pt ne '')
+				{
+					$s{point} = $pt;
+					$s{max} = $max{$pt};
+				}
 				$s{error_text} = (grep { $_ } map { $_->{error} } @$runs)[0];
 				my @tps = map { $_->{tps} } @ok;
 				$s{tps}     = median(@tps);
@@ -169,6 +203,20 @@ sub summarize
 					$waits{$_} += $run->{waits}{$_} for keys %{ $run->{waits} || {} };
 				}
 				$s{waits} = \%waits;
+				summarize_sized(\%s, \@ok, $v, $none_anon, $none_dsm);
+				my @cpu = grep { $_->{backend_cpu} && defined $_->{backend_cpu}{us_per_txn} } @ok;
+				if (@cpu)
+				{
+					my @us = map { $_->{backend_cpu}{us_per_txn} } @cpu;
+					my $nc = $none_cpu{$w}{$pt}{$c} || {};
+					my @extra = map { $_->{backend_cpu}{us_per_txn} - $nc->{ $_->{round} } }
+					  grep { defined $nc->{ $_->{round} } } @cpu;
+					$s{cpu_us} = median(@us);
+					$s{cpu_us_min} = (sort { $a <=> $b } @us)[0];
+					$s{cpu_us_max} = (sort { $b <=> $a } @us)[0];
+					$s{cpu_extra} = median(@extra);
+					$s{cpu_extra_all} = [ map { sprintf('%.2f', $_) + 0 } @extra ];
+				}
 				$s{full_rows} = median(map { $_->{full_rows} } @ok);
 				$s{incremental_rows} = median(map { $_->{incremental_rows} } @ok);
 				my @rd = grep { $_->{reader} && ($_->{reader}{view} || $_->{reader}{full}) } @ok;
@@ -197,8 +245,62 @@ sub summarize
 			}
 			push @rows, map { $byv{$_} } grep { $byv{$_} } @VARIANTS;
 		}
+		}
 	}
 	return \@rows;
+}
+
+# --sizes' measurements of one group of runs ($ok) into its summary $s:
+# the shared memory in use (above the untracked server's), and the time
+# spent evicting in a run: pgss_ng_info.eviction_time where the build has
+# it, else from the outside, the eviction runs of the benchmark run times
+# the time of one, as the eviction probe after it measured (its evicting
+# statements' median less the others').  Eviction runs: pg_stat_statements'
+# dealloc; pgss_ng's dealloc where it counts runs (builds with
+# entries_evicted), else its entries evicted divided by the entries one
+# eviction removed in the probe.
+sub summarize_sized
+{
+	my ($s, $ok, $v, $none_anon, $none_dsm) = @_;
+	my @sh = grep { $_->{shmem} } @$ok;
+	if (@sh && $v ne 'none')
+	{
+		$s->{shmem_bytes} = median(map {
+			my $m = $_->{shmem};
+			$m->{named} + (defined $none_anon ? $m->{anon} - $none_anon : 0)
+			  + $m->{dsm} - ($none_dsm // 0)
+		} @sh);
+	}
+	my (@per_run, @one, $src);
+	for my $run (@$ok)
+	{
+		my $info = $run->{info} || {};
+		if (defined $info->{eviction_time})
+		{
+			push @per_run, $info->{eviction_time} / 1000;
+			$src = 'pgss_ng_info.eviction_time';
+			next;
+		}
+		my $e = $run->{evict_probe} or next;
+		next unless $e->{evictions} && defined $e->{evict_ms};
+		my $one = ($e->{evict_ms} - ($e->{other_ms} // 0)) / 1000;
+		$one = 0 if $one < 0;
+		push @one, $one;
+		my $runs = $info->{dealloc} // 0;
+		if ($v eq 'pgss_ng' && !exists $info->{entries_evicted} && $e->{dealloc_delta})
+		{
+			$runs = $runs * $e->{evictions} / $e->{dealloc_delta};
+		}
+		$s->{eviction_runs_all} //= [];
+		push @{ $s->{eviction_runs_all} }, $runs;
+		push @per_run, $runs * $one;
+		$src //= 'probe';
+	}
+	$s->{eviction_s} = median(@per_run);
+	$s->{eviction_one_ms} = @one ? 1000 * median(@one) : undef;
+	$s->{eviction_runs} = median(@{ $s->{eviction_runs_all} || [] });
+	$s->{eviction_src} = $src;
+	$s->{probe_evictions} = median(map { $_->{evict_probe} ? $_->{evict_probe}{evictions} : undef } @$ok);
 }
 
 # Top $k events among the samples of busy backends (not idle between
@@ -244,9 +346,18 @@ sub section_setup
 	  . "only, shared_buffers = 256MB, fsync/synchronous_commit/full_page_writes "
 	  . "off, autovacuum off, jit off; restarted for each variant in each round "
 	  . "(order rotated every round)";
-	push @o, "- **tracking settings** (both extensions): max = $m->{max}, "
+	my $maxes = $m->{points}
+	  ? 'max by settings point (' . join('; ', map {
+			my $p = $_;
+			"$p->{name}: " . fmt_num($p->{max})
+			  . join('', map { ", $_ = $p->{ng}{$_}" } sort keys %{ $p->{ng} || {} })
+		} @{ $m->{points} }) . ')'
+	  : "max = $m->{max}";
+	push @o, "- **tracking settings** (both extensions): $maxes, "
 	  . "track = $m->{track}, track_utility = on, track_planning = off"
 	  . " (pg_stat_statements.save = off)";
+	push @o, "- **backend CPU probe** on: pgbench runs with `--log` (one line "
+	  . "per transaction)" if $m->{backend_cpu};
 	for my $v (qw(pgss pgss_ng))
 	{
 		my $s = $data->{settings}{$v} or next;
@@ -285,7 +396,7 @@ sub section_tps
 		$range .= " ($s->{errors} failed)" if $s->{errors};
 		my $hk = defined $s->{hot_kept_min} ? fmt_pct($s->{hot_kept_min}) . " of $s->{hot_n}" : '-';
 		my $hc = defined $s->{hot_calls_min} ? fmt_pct($s->{hot_calls_min}) : '-';
-		my $wl = $s->{workload};
+		my $wl = wl_label($s);
 		$wl .= ' (churn TPS, 1 reader)' if $wl eq 'view_read';
 		push @o, join(' | ', '', $wl, $s->{clients}, $VNAME{ $s->{variant} },
 			$tps, $range,
@@ -315,8 +426,14 @@ sub section_scaling
 	push @o, '| workload | clients | untracked | pg_stat_statements | pgss_ng | pgss_ng / untracked | pgss_ng / pg_stat_statements | top waits untracked | top waits pg_stat_statements | top waits pgss_ng |';
 	push @o, '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |';
 	my %cell;
-	$cell{ $_->{workload} }{ $_->{clients} }{ $_->{variant} } = $_ for @$rows;
-	for my $w (grep { $cell{$_} && !/^view_read/ } @WORKLOADS)
+	my @labels;
+	for my $s (@$rows)
+	{
+		my $l = wl_label($s);
+		push @labels, $l unless $cell{$l};
+		$cell{$l}{ $s->{clients} }{ $s->{variant} } = $s;
+	}
+	for my $w (grep { !/^view_read/ } @labels)
 	{
 		for my $c (sort { $a <=> $b } keys %{ $cell{$w} })
 		{
@@ -338,6 +455,158 @@ sub section_failed
 	return () unless @errs;
 	return "**Failed runs**: "
 	  . join('; ', map { "$_->{workload} c=$_->{clients} $VNAME{$_->{variant}}: $_->{errors} ($_->{error_text})" } @errs);
+}
+
+# --sizes: TPS, eviction time and memory of each workload at each max.
+sub section_sizes
+{
+	my ($data, $rows) = @_;
+	my @sz = grep { defined $_->{max} && ($_->{point} // '') =~ /^max / } @$rows;
+	return () unless @sz;
+	my @o;
+	push @o, '### Sizes: the cost as the table grows';
+	push @o, '';
+	push @o, "Each workload at each `max` (both extensions; the untracked "
+	  . "server once, where it ran). Before each run the table is filled to "
+	  . "max with the workload's new statements, so every run evicts from its "
+	  . "start. *vs smallest max*: the variant's TPS against its own at the "
+	  . "smallest max (medians). *eviction*: time spent evicting in a run "
+	  . "(median over rounds), " . eviction_source_text(\@sz)
+	  . " *shared memory*: what the extension holds in shared memory after "
+	  . "the run, above the untracked server (pg_shmem_allocations, and the "
+	  . "DSM segments a backend maps after a full read: where pgss_ng's DSA "
+	  . "area grows). *text memory*: pg_stat_statements' query text file, "
+	  . "pgss_ng_info.qtext_bytes.";
+	push @o, '';
+	push @o, '| workload | max | variant | TPS | range | vs smallest max | pgss_ng / pg_stat_statements | entries | eviction runs | one eviction | eviction per run | shared memory | text memory |';
+	push @o, '| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |';
+	my %first;
+	for my $s (sort { $a->{max} <=> $b->{max} } @sz)
+	{
+		$first{ $s->{workload} }{ $s->{variant} } //= $s;
+	}
+	for my $s (@sz)
+	{
+		my $f = $first{ $s->{workload} }{ $s->{variant} };
+		my $rel = $f && $f->{tps} && defined $s->{tps} && $f != $s
+		  ? fmt_ratio($s->{tps} / $f->{tps}) : ($f == $s ? '1.00x' : '-');
+		my $range = @{ $s->{tps_all} } > 1
+		  ? fmt_num($s->{tps_min}) . ' – ' . fmt_num($s->{tps_max}) : '-';
+		push @o, '| ' . join(' | ', $s->{workload}, fmt_num($s->{max}),
+			$VNAME{ $s->{variant} }, fmt_num($s->{tps}), $range, $rel,
+			$s->{variant} eq 'pgss_ng' ? fmt_ratio($s->{vs_pgss}) : '',
+			fmt_num($s->{entries}), fmt_num($s->{eviction_runs}),
+			defined $s->{eviction_one_ms} ? fmt_num($s->{eviction_one_ms}, 2) . ' ms' : '-',
+			defined $s->{eviction_s} ? fmt_num($s->{eviction_s}, 3) . ' s' : '-',
+			fmt_bytes($s->{shmem_bytes}), fmt_bytes($s->{qtext_bytes})) . ' |';
+	}
+	return @o;
+}
+
+# How the eviction times of these rows were measured.
+sub eviction_source_text
+{
+	my ($rows) = @_;
+	my %src = map { ($_->{eviction_src} => 1) } grep { $_->{eviction_src} } @$rows;
+	my $probe = "measured from the outside: after each run, one session runs "
+	  . "max / 4 new statements (at least 200) with `track = all`, each "
+	  . "timed, and reads the eviction counter after each; *one eviction* is "
+	  . "the median time of a statement that evicted less the median of the "
+	  . "others, and *eviction per run* that times the eviction runs of the "
+	  . "benchmark run (*eviction runs*: pg_stat_statements' dealloc; "
+	  . "pgss_ng's entries evicted over the entries one eviction removed in "
+	  . "the probe, or its dealloc where that counts runs).";
+	return "from `pgss_ng_info.eviction_time` for pgss_ng; pg_stat_statements' "
+	  . $probe
+	  if $src{'pgss_ng_info.eviction_time'};
+	return $probe;
+}
+
+# --sizes: cold_long with and without text pressure.
+sub section_text_pressure
+{
+	my ($data, $rows) = @_;
+	my @tp = grep { ($_->{point} // '') =~ /text pressure$/ } @$rows;
+	return () unless @tp;
+	my ($pm) = map { $_->{max} } @tp;
+	my %set = map { ($_->{name} => $_->{ng}) } @{ $data->{meta}{points} || [] };
+	my $mem = sub {
+		my $n = shift;
+		my $ng = $set{$n} || {};
+		return $ng->{'pgss_ng.query_text_memory'} // '?';
+	};
+	my @o;
+	push @o, '### Text pressure';
+	push @o, '';
+	push @o, "cold_long (every statement new, each with a "
+	  . fmt_num($data->{meta}{long_text_bytes} // 2000)
+	  . "-byte comment: texts of about 2 kB) at max " . fmt_num($pm)
+	  . ", after a fill to max: pgss_ng with `pgss_ng.query_text_memory = "
+	  . $mem->('text pressure') . "` (*text pressure*: the arena holds a "
+	  . "fraction of the texts) and `" . $mem->('no text pressure')
+	  . "` (*no text pressure*: room for every text), pg_stat_statements "
+	  . "(texts in a file) and the untracked server beside them. Columns as "
+	  . "in the sizes table.";
+	push @o, '';
+	push @o, '| point | variant | TPS | range | vs no text pressure | vs untracked | entries | eviction runs | one eviction | eviction per run | shared memory | text memory |';
+	push @o, '| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |';
+	my %np = map { ($_->{variant} => $_) } grep { $_->{point} eq 'no text pressure' } @tp;
+	my $none = $np{none};
+	for my $s (@tp)
+	{
+		my $b = $np{ $s->{variant} };
+		my $rel = $b && $b->{tps} && defined $s->{tps} ? fmt_ratio($s->{tps} / $b->{tps}) : '-';
+		my $range = @{ $s->{tps_all} } > 1
+		  ? fmt_num($s->{tps_min}) . ' – ' . fmt_num($s->{tps_max}) : '-';
+		my $vsn = $none && $none->{tps} && defined $s->{tps} ? fmt_ratio($s->{tps} / $none->{tps}) : '-';
+		push @o, '| ' . join(' | ', $s->{point}, $VNAME{ $s->{variant} },
+			fmt_num($s->{tps}), $range, $rel, $vsn, fmt_num($s->{entries}),
+			fmt_num($s->{eviction_runs}),
+			defined $s->{eviction_one_ms} ? fmt_num($s->{eviction_one_ms}, 2) . ' ms' : '-',
+			defined $s->{eviction_s} ? fmt_num($s->{eviction_s}, 3) . ' s' : '-',
+			fmt_bytes($s->{shmem_bytes}), fmt_bytes($s->{qtext_bytes})) . ' |';
+	}
+	return @o;
+}
+
+# --backend-cpu: CPU per transaction of the pgbench backends.
+sub section_backend_cpu
+{
+	my ($data, $rows) = @_;
+	my @bc = grep { defined $_->{cpu_us} } @$rows;
+	return () unless @bc;
+	my @o;
+	push @o, '### Backend CPU per transaction';
+	push @o, '';
+	push @o, "The pgbench backends' CPU time (`/proc/PID/schedstat`) from a "
+	  . "second after the start of each run to 0.7 s before its end, over the "
+	  . "transactions that pgbench's log says ended in that window, in µs: "
+	  . "median and range over the rounds. *extra*: the variant's value less "
+	  . "the untracked server's of the same round (median of the rounds); "
+	  . "steadier than TPS on a shared machine, as it counts only the "
+	  . "backends' own CPU time.";
+	push @o, '';
+	push @o, '| workload | clients | variant | µs per transaction | range | extra over untracked | per round | pgss_ng extra / pg_stat_statements extra |';
+	push @o, '| --- | ---: | --- | ---: | --- | ---: | --- | ---: |';
+	my %by;
+	$by{ wl_label($_) }{ $_->{clients} }{ $_->{variant} } = $_ for @bc;
+	for my $s (@bc)
+	{
+		my $b = $by{ wl_label($s) }{ $s->{clients} };
+		my $ratio = '';
+		if ($s->{variant} eq 'pgss_ng' && $b->{pgss} && defined $b->{pgss}{cpu_extra}
+			&& $b->{pgss}{cpu_extra} > 0 && defined $s->{cpu_extra})
+		{
+			$ratio = fmt_ratio($s->{cpu_extra} / $b->{pgss}{cpu_extra});
+		}
+		push @o, '| ' . join(' | ', wl_label($s), $s->{clients},
+			$VNAME{ $s->{variant} }, fmt_num($s->{cpu_us}, 1),
+			fmt_num($s->{cpu_us_min}, 1) . ' – ' . fmt_num($s->{cpu_us_max}, 1),
+			$s->{variant} eq 'none' ? '' : (defined $s->{cpu_extra} ? sprintf('%+.1f', $s->{cpu_extra}) : '-'),
+			$s->{variant} eq 'none' ? '' : join(', ', map { sprintf('%+.1f', $_) } @{ $s->{cpu_extra_all} || [] }),
+			$ratio) . ' |';
+	}
+	return @o;
 }
 
 # The readers' latency under hotcold_churn, against pg_stat_statements'.
@@ -429,7 +698,7 @@ sub section_pgss_ng_info
 	push @o, '| --- | ---: |' . (' ---: |' x @cols);
 	for my $s (@ng)
 	{
-		push @o, "| $s->{workload} | $s->{clients} | "
+		push @o, '| ' . wl_label($s) . " | $s->{clients} | "
 		  . join(' | ', map { fmt_num($s->{info}{$_}) } @cols) . ' |';
 	}
 	return @o;
@@ -472,8 +741,9 @@ sub section_targets
 		return "- $what: **met** ($n of $n)" unless @short;
 		return "- $what: **short** in " . scalar(@short) . " of $n: " . join(', ', @short);
 	};
+	my $long = (grep { $_->{workload} eq 'cold_long' } @ngr) ? ', cold_long' : '';
 	push @o, $line->('pgss_ng ≥ its target of untracked TPS (0.97x select_only, '
-		  . 'tpcb, trickle; 0.95x hotcold_churn; 0.85x cold_only)', $n1, @short1);
+		  . "tpcb, trickle; 0.95x hotcold_churn; 0.85x cold_only$long)", $n1, @short1);
 	push @o, $line->('pgss_ng ≥ pg_stat_statements TPS', $n2, @short2);
 	push @o, $line->('pgss_ng keeps 100% of the hot shapes', $n3, @short3);
 	my %vrb = map { $_->{variant} => $_ }
@@ -500,6 +770,8 @@ sub section_targets
 	{
 		push @o, "- view_read latency ≤ 0.8x pg_stat_statements: not measured";
 	}
+	push @o, sizes_targets($rows);
+	push @o, cpu_targets($rows);
 	my ($vi) = grep { $_->{workload} eq 'view_read_incremental' && $_->{reader}
 		  && $_->{reader}{full} && $_->{reader}{incremental} } @$rows;
 	if ($vi && $vi->{reader}{full}{median} && $vi->{reader}{incremental}{median})
@@ -515,10 +787,74 @@ sub section_targets
 	return @o;
 }
 
+# --sizes' targets: pgss_ng's cold_only TPS at the largest max within 5%
+# of its TPS at the smallest; cold_long under text pressure within 10% of
+# the same without (none when the run had no such points).
+sub sizes_targets
+{
+	my ($rows) = @_;
+	my @o;
+	my @c = sort { $a->{max} <=> $b->{max} }
+	  grep { $_->{workload} eq 'cold_only' && $_->{variant} eq 'pgss_ng'
+		  && ($_->{point} // '') =~ /^max / && defined $_->{tps} } @$rows;
+	if (@c >= 2)
+	{
+		my $r = $c[-1]{tps} / $c[0]{tps};
+		my ($pl, $ps) = map {
+			my $m = $_;
+			(grep { $_->{workload} eq 'cold_only' && $_->{variant} eq 'pgss'
+				  && ($_->{max} // -1) == $m && defined $_->{tps} } @$rows)[0]
+		} ($c[-1]{max}, $c[0]{max});
+		push @o, sprintf('- sizes: pgss_ng cold_only TPS at max %s within 5%% of '
+			  . 'its TPS at max %s: %s (%.2fx; pg_stat_statements %s)',
+			fmt_num($c[-1]{max}), fmt_num($c[0]{max}),
+			$r >= 0.95 ? '**met**' : '**short**', $r,
+			$pl && $ps && $ps->{tps} ? fmt_ratio($pl->{tps} / $ps->{tps}) : '-');
+	}
+	my ($tp) = grep { ($_->{point} // '') eq 'text pressure' && $_->{variant} eq 'pgss_ng'
+		  && $_->{workload} eq 'cold_long' && defined $_->{tps} } @$rows;
+	my ($np) = grep { ($_->{point} // '') eq 'no text pressure' && $_->{variant} eq 'pgss_ng'
+		  && $_->{workload} eq 'cold_long' && defined $_->{tps} } @$rows;
+	if ($tp && $np && $np->{tps})
+	{
+		my $r = $tp->{tps} / $np->{tps};
+		push @o, sprintf('- text pressure: pgss_ng cold_long within 10%% of the '
+			  . 'same without text pressure: %s (%.2fx)',
+			$r >= 0.90 ? '**met**' : '**short**', $r);
+	}
+	return @o;
+}
+
+# --backend-cpu's targets: pgss_ng's extra CPU per transaction over the
+# untracked server at most 0.8x pg_stat_statements' in cold_only and 1.0x
+# in select_only (at one client).
+sub cpu_targets
+{
+	my ($rows) = @_;
+	my @o;
+	for my $t ([ cold_only => 0.8 ], [ select_only => 1.0 ])
+	{
+		my ($w, $lim) = @$t;
+		my %v = map { ($_->{variant} => $_) }
+		  grep { $_->{workload} eq $w && $_->{clients} == 1 && !defined $_->{point}
+			  && defined $_->{cpu_extra} } @$rows;
+		next unless $v{pgss} && $v{pgss_ng};
+		my ($a, $b) = ($v{pgss_ng}{cpu_extra}, $v{pgss}{cpu_extra});
+		# pg_stat_statements' extra at or below 0 is noise: no ratio
+		my $verdict = $b <= 0 ? 'undecided (pg_stat_statements\' extra is not above 0)'
+		  : $a <= $lim * $b ? '**met**' : '**short**';
+		push @o, sprintf('- backend CPU per transaction, %s at 1 client: pgss_ng\'s '
+			  . 'extra ≤ %.1fx pg_stat_statements\': %s (%+.1f µs against %+.1f µs%s)',
+			$w, $lim, $verdict, $a, $b,
+			$b > 0 ? sprintf(', %.2fx', $a / $b) : '');
+	}
+	return @o;
+}
+
 sub section_short_runs
 {
 	my ($data) = @_;
-	return () if $data->{meta}{mode} eq 'full';
+	return () if $data->{meta}{mode} =~ /^(full|sizes|cpu)$/;
 	return "Quick, scale and smoke runs are short: their numbers show the "
 	  . "order of magnitude, not differences of a few percent. Use `--full` "
 	  . "for those.";
@@ -545,7 +881,7 @@ sub make_chart
 	my (%by, @labels);
 	for my $s (@$rows)
 	{
-		my $l = "$s->{workload} c$s->{clients}";
+		my $l = wl_label($s) . " c$s->{clients}";
 		push @labels, $l unless $by{$l};
 		$by{$l}{ $s->{variant} } = $s;
 	}

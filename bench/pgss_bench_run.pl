@@ -45,7 +45,9 @@ if (!-x "$PGBIN/initdb")
 # two-column selects "SELECT cA, cB FROM w" numbered h = 0.. with
 # A = 1 + h % 100, B = 1 + h / 100; cold shapes are four-column selects with
 # random columns (100^4 = 10^8 shapes).  Two- and four-column shapes never
-# share a query id.
+# share a query id.  Hot sets of more than 10,000 shapes (--sizes) go on to
+# tables w1, w2, ... of the same columns: shape h >= 10,000 is
+# "SELECT cA, cB FROM wT" with B = 1 + (h / 100) % 100, T = h / 10,000.
 my $HOT_CHURN   = 4000;     # hot shapes of hotcold_churn and view_read
 my $HOT_TRICKLE = 4950;     # hot shapes of trickle
 my $TRICKLE_W   = 499_999;  # trickle: one cold script per 500,000
@@ -56,7 +58,14 @@ my $PREFILL     = 1100;     # view_read: distinct cold shapes run before it
 # second (pgss_ng(true, now() - 1 s)): 5% of the entries.
 my $INC_ENTRIES = 4950;
 my $INC_CHANGED = 250;
-my $MAX_ENTRIES = 5000;
+my $MAX_ENTRIES = 5000;     # max of both extensions (but at --sizes' points)
+# hotcold_churn's hot set is this share of max (4,000 at max 5,000)
+my $HOT_CHURN_SHARE = 0.8;
+# cold_long: a cold statement with a comment of this many bytes (its text
+# is about 2 kB); text pressure: pgss_ng.query_text_memory at --sizes'
+# pressure point (its "no pressure" twin gets room for every text)
+my $LONG_TEXT_BYTES = 2000;
+my $PRESSURE_MEMORY = '2MB';
 
 # Normalized texts of pgbench's built-in scripts: their "hot set".
 my %BUILTIN_TEXTS = (
@@ -86,6 +95,12 @@ my %BUILTIN_TEXTS = (
 #   during     called half-way through the run (returns keys of the result)
 #   variants   the variants it runs for (default all)
 #   clients    its client counts (default --clients)
+#   hot_share  the hot set is this share of max, at --sizes' points (the
+#              entry's hot set is that of max 5,000)
+#   fill       at --sizes' points, this script runs before the measured run
+#              until the table is full, so that every run evicts from the
+#              start (as in a server in steady state)
+#   long       its statements carry a comment of $LONG_TEXT_BYTES bytes
 my %WORKLOAD = (
 	select_only => {
 		tables    => 'pgbench',
@@ -103,10 +118,19 @@ my %WORKLOAD = (
 		warm       => ["warm$HOT_CHURN.sql"],
 		warm_calls => $HOT_CHURN,
 		hot_shapes => $HOT_CHURN,
+		hot_share  => $HOT_CHURN_SHARE,
+		fill       => 'cold.sql',
 	},
 	cold_only => {
 		tables  => 'w',
 		scripts => ['cold.sql'],
+		fill    => 'cold.sql',
+	},
+	cold_long => {
+		tables  => 'w',
+		scripts => ['cold_long.sql'],
+		fill    => 'cold_long.sql',
+		long    => 1,
 	},
 	trickle => {
 		tables     => 'w',
@@ -147,9 +171,18 @@ my %WORKLOAD = (
 # variant recorded: start($cell) runs after the warm-up, just before
 # pgbench starts; finish($cell, $state) after pgbench and the reader have
 # exited, before the cell waits for their backends, and returns keys of the
-# cell's result.  $cell: {dir, variant, workload, clients}.
+# cell's result; pgbench_args($cell), if given, adds options to the
+# measured pgbench.  $cell: {dir, variant, workload, clients}.  A probe
+# that costs something runs only when its option is on (backend_cpu:
+# --backend-cpu, the default of --cpu).
 my @PROBES = (
 	{ name => 'waits', start => \&waits_start, finish => \&waits_finish },
+	{
+		name         => 'backend_cpu',
+		start        => \&cpu_start,
+		finish       => \&cpu_finish,
+		pgbench_args => \&cpu_pgbench_args
+	},
 );
 
 # ---------------------------------------------------------------- options
@@ -159,23 +192,31 @@ GetOptionsFromArray(
 	\@ARGV, \%opt,
 	'rounds=i', 'duration=i', 'clients=s', 'pgbench-scale=i', 'workloads=s',
 	'budget=i', 'hard-limit=i', 'workdir=s', 'json-out=s', 'commit=s',
-	'keep', 'ng-setting=s@', 'help',
+	'keep', 'ng-setting=s@', 'sizes-max=s', 'pressure-max=i', 'backend-cpu!',
+	'help',
 ) or die "usage: pgss_bench_run.pl --help\n";
 if ($opt{help})
 {
 	print <<'USAGE' . mode_usage() . <<'USAGE2' . "workloads: @WORKLOADS\n";
-pgss_bench_run.pl [--quick|--full|--scale|--smoke|--mode NAME] [--rounds N]
-                  [--duration SECONDS] [--clients 1,4,16,64]
+pgss_bench_run.pl [--quick|--full|--scale|--sizes|--cpu|--smoke|--mode NAME]
+                  [--rounds N] [--duration SECONDS] [--clients 1,4,16,64]
                   [--pgbench-scale N] [--workloads a,b,...]
                   [--budget SECONDS] [--hard-limit SECONDS]
-                  [--ng-setting NAME=VALUE ...] [--keep] [--workdir DIR]
-                  --json-out FILE
+                  [--ng-setting NAME=VALUE ...] [--sizes-max MAX,...]
+                  [--pressure-max MAX] [--[no-]backend-cpu]
+                  [--keep] [--workdir DIR] --json-out FILE
 bench/run.sh takes the same options and also --pg MAJOR, --out-dir DIR and
 --name STEM (where the report goes: bench/pgss_bench_report.pl).
 modes (rounds x seconds per run, clients; time on 2 cores):
 USAGE
 view_read runs with 4 clients and view_read_incremental with 1 whatever
 --clients says.
+--sizes-max MAX,...: run the workloads at each max (both extensions), each run
+after filling the table, with an eviction probe and the shared memory used
+(default of --sizes mode: 1000,5000,20000,50000).  --pressure-max MAX: also
+cold_long at that max with pgss_ng.query_text_memory = 2MB and with room
+for every text (--sizes mode: 5000; 0: not).  --backend-cpu: the pgbench
+backends' CPU per transaction (/proc/PID/schedstat; on in --cpu mode).
 USAGE2
 	exit 0;
 }
@@ -190,6 +231,9 @@ $opt{'pgbench-scale'} //= $M->{scale};
 $opt{workloads}    //= $M->{workloads};
 $opt{budget}       //= $M->{budget};
 $opt{'hard-limit'} //= $M->{hard};
+$opt{'sizes-max'}  //= $M->{sizes};
+$opt{'pressure-max'} //= $M->{pressure} // 0;
+$opt{'backend-cpu'}  //= $M->{backend_cpu} // 0;
 
 die "pgss_bench_run.pl cannot run as root (initdb refuses); "
   . "use bench/run.sh, which runs it as postgres\n" if $> == 0;
@@ -203,6 +247,9 @@ my @clients = split /,/, $opt{clients};
 die "bad --clients\n" if !@clients || grep { !/^\d+$/ || $_ < 1 } @clients;
 die "--duration must be >= 1\n" if $opt{duration} < 1;
 die "--rounds must be >= 1\n"   if $opt{rounds} < 1;
+die "--backend-cpu needs --duration >= 4 (a second at each end is left out)\n"
+  if $opt{'backend-cpu'} && $opt{duration} < 4;
+my @POINTS = settings_points();
 
 # A clean libpq environment: everything goes to our own socket.
 delete $ENV{$_} for grep { /^PG/ } keys %ENV;
@@ -436,11 +483,99 @@ sub loadavg
 my $nproc_cache;
 sub NPROC { $nproc_cache //= (capture('nproc') =~ /(\d+)/)[0] || 1; return $nproc_cache; }
 
+# ---------------------------------------------------------------- points
+
+# The settings points of the run: each variant's turn restarts the server
+# once per point, with the point's max (both extensions) and pgss_ng
+# settings, and runs the point's workloads.  Without --sizes-max there is one
+# point, max 5,000, with every workload (the result has no point key).
+# With --sizes-max, one point per max (the --workloads; the untracked server
+# only at max 5,000, or the first max if 5,000 is not among them), and with
+# --pressure-max the pair of text pressure points: cold_long with
+# pgss_ng.query_text_memory at 2 MB per 5,000 entries (at least 256 kB, the
+# minimum; pgss_ng only) and with room for every text twice over (every
+# variant).  At --sizes' points the table is filled before each run and an
+# eviction probe follows it.  Keys: name, max, ng (pgss_ng settings),
+# workloads, variants (all when absent), sized (hot sets sized to max,
+# fill, probes).
+sub settings_points
+{
+	return ({ max => $MAX_ENTRIES }) unless $opt{'sizes-max'};
+	my @max = split /,/, $opt{'sizes-max'};
+	die "bad --sizes-max (a list of max values, each >= 100)\n"
+	  if !@max || grep { !/^\d+$/ || $_ < 100 } @max;
+	my ($with_none) = grep { $_ == $MAX_ENTRIES } @max;
+	$with_none //= $max[0];
+	my @p = map {
+		{
+			name      => "max $_",
+			max       => $_ + 0,
+			workloads => [ grep { $_ ne 'cold_long' } @workloads ],
+			variants  => [ $_ == $with_none ? @VARIANTS : qw(pgss pgss_ng) ],
+			sized     => 1
+		}
+	} @max;
+	if (my $pm = $opt{'pressure-max'})
+	{
+		die "--pressure-max must be >= 100\n" if $pm < 100;
+		my $small_kb = int($pm * 2048 / 5000);
+		$small_kb = 256 if $small_kb < 256;
+		my $room_mb = int(2 * 2 * $pm * ($LONG_TEXT_BYTES + 256) / 1048576) + 16;
+		push @p,
+		  {
+			name      => 'text pressure',
+			max       => $pm,
+			ng        => { 'pgss_ng.query_text_memory' => "${small_kb}kB" },
+			workloads => ['cold_long'],
+			variants  => ['pgss_ng'],
+			sized     => 1
+		  },
+		  {
+			name      => 'no text pressure',
+			max       => $pm,
+			ng        => { 'pgss_ng.query_text_memory' => "${room_mb}MB" },
+			workloads => ['cold_long'],
+			variants  => [@VARIANTS],
+			sized     => 1
+		  };
+	}
+	@p = grep { @{ $_->{workloads} } } @p;
+	die "--sizes-max: no workload to run (--workloads)\n" unless @p;
+	return @p;
+}
+
+# The hot set of workload $w's definition at point $p.
+sub hot_count
+{
+	my ($def, $p) = @_;
+	return $def->{hot_shapes} unless $p->{sized} && $def->{hot_share};
+	return int($p->{max} * $def->{hot_share});
+}
+
+# Workload $w's definition at point $p: at --sizes' points the hot set is
+# sized to max and the fill kept; elsewhere as %WORKLOAD says, without fill.
+sub def_for
+{
+	my ($w, $p) = @_;
+	my %d = %{ $WORKLOAD{$w} };
+	delete $d{fill} unless $p->{sized};
+	if ($p->{sized} && $d{hot_share})
+	{
+		my $n = hot_count(\%d, $p);
+		$d{scripts}    = [ "hot$n.sql\@9", 'cold.sql@1' ];
+		$d{warm}       = ["warm$n.sql"];
+		$d{warm_calls} = $n;
+		$d{hot_shapes} = $n;
+	}
+	return \%d;
+}
+
 # ---------------------------------------------------------------- cluster
 
 sub write_variant_conf
 {
-	my ($v) = @_;
+	my ($v, $p) = @_;
+	my $max = $p->{max};
 	my $c = "# written by pgss_bench_run.pl for variant $v\n";
 	if ($v eq 'none')
 	{
@@ -449,7 +584,7 @@ sub write_variant_conf
 	elsif ($v eq 'pgss')
 	{
 		$c .= "shared_preload_libraries = 'pg_stat_statements'\n"
-		  . "pg_stat_statements.max = $MAX_ENTRIES\n"
+		  . "pg_stat_statements.max = $max\n"
 		  . "pg_stat_statements.track = top\n"
 		  . "pg_stat_statements.track_utility = on\n"
 		  . "pg_stat_statements.track_planning = off\n"
@@ -458,10 +593,13 @@ sub write_variant_conf
 	else
 	{
 		$c .= "shared_preload_libraries = 'pgss_ng'\n"
-		  . "pgss_ng.max = $MAX_ENTRIES\n"
+		  . "pgss_ng.max = $max\n"
 		  . "pgss_ng.track = top\n"
 		  . "pgss_ng.track_utility = on\n"
 		  . "pgss_ng.track_planning = off\n";
+		# the point's settings (--sizes: text pressure)
+		my $ps = $p->{ng} || {};
+		$c .= "$_ = '$ps->{$_}'\n" for sort keys %$ps;
 		# --ng-setting: more pgss_ng GUCs (e.g. pgss_ng.track_cpu=on)
 		for my $kv (@{ $opt{'ng-setting'} // [] })
 		{
@@ -474,11 +612,11 @@ sub write_variant_conf
 	spew("$PGDATA/bench_variant.conf", $c);
 }
 
-# (Re)start the server with variant $v's settings.
+# (Re)start the server with variant $v's settings at point $p.
 sub start_server
 {
-	my ($v) = @_;
-	write_variant_conf($v);
+	my ($v, $p) = @_;
+	write_variant_conf($v, $p);
 	if (-f "$PGDATA/postmaster.pid")
 	{
 		run_quiet("$WORK/pg_ctl.log", "$PGBIN/pg_ctl", '-D', $PGDATA,
@@ -518,8 +656,8 @@ include 'bench_variant.conf'
 CONF
 	close $fh;
 
-	start_server('none');
-	my %tables = map { $WORKLOAD{$_}{tables} => 1 } @workloads;
+	start_server('none', $POINTS[0]);
+	my %tables = map { $WORKLOAD{$_}{tables} => 1 } all_workloads();
 	if ($tables{pgbench})
 	{
 		say_ts("pgbench -i -s $opt{'pgbench-scale'}");
@@ -553,10 +691,15 @@ END $$;
 SQL
 	if ($tables{w})
 	{
-		say_ts("table w (100 columns) and query ids of $HOT_TRICKLE hot shapes");
+		my $nhot = max_hot();
+		say_ts("table w (100 columns) and query ids of $nhot hot shapes");
 		my $cols = join(', ', map { "c$_ int" } 1 .. 100);
 		psql("CREATE TABLE w ($cols)");
 		psql("INSERT INTO w SELECT * FROM jsonb_populate_record(NULL::w, '{}')");
+		for my $t (1 .. int(($nhot - 1) / 10000))
+		{
+			psql("CREATE TABLE w$t (LIKE w); INSERT INTO w$t SELECT * FROM w");
+		}
 		psql(<<'SQL');
 CREATE FUNCTION bench_qid(q text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE l text;
@@ -569,36 +712,152 @@ BEGIN
   RETURN NULL;
 END $$;
 SQL
+		# hot_shape(h), in SQL
 		psql("SET compute_query_id = on; "
-			  . "CREATE TABLE bench_hot AS SELECT h, bench_qid(format('SELECT c%s, c%s FROM w', 1 + h % 100, 1 + h / 100)) AS queryid "
-			  . "FROM generate_series(0, $HOT_TRICKLE - 1) h");
+			  . "CREATE TABLE bench_hot AS SELECT h, bench_qid(format('SELECT c%s, c%s FROM w%s', "
+			  . "1 + h % 100, 1 + (h / 100) % 100, CASE WHEN h >= 10000 THEN (h / 10000)::text ELSE '' END)) AS queryid "
+			  . "FROM generate_series(0, $nhot - 1) h");
 		my $bad = psql("SELECT count(*) FROM bench_hot WHERE queryid IS NULL OR queryid = 0");
 		die "could not compute query ids of the hot shapes\n" if $bad;
 		my $dist = psql("SELECT count(DISTINCT queryid) FROM bench_hot");
 		die "hot shapes do not have distinct query ids ($dist)\n"
-		  if $dist != $HOT_TRICKLE;
+		  if $dist != $nhot;
 	}
+	setup_sized_probes() if $opt{'sizes-max'};
 	write_scripts();
+}
+
+# Every workload some point runs, in report order.
+sub all_workloads
+{
+	my %w = map { $_ => 1 } map { @{ $_->{workloads} || \@workloads } } @POINTS;
+	return grep { $w{$_} } @WORKLOADS;
+}
+
+# The hot set sizes the run's workloads need, at each point.
+sub hot_counts
+{
+	my %n = map { $_ => 1 } ($HOT_CHURN, $HOT_TRICKLE, $INC_ENTRIES, $INC_CHANGED);
+	for my $p (@POINTS)
+	{
+		for my $w (@{ $p->{workloads} || \@workloads })
+		{
+			my $n = hot_count($WORKLOAD{$w}, $p);
+			$n{$n} = 1 if $n;
+		}
+	}
+	return sort { $a <=> $b } keys %n;
+}
+
+sub max_hot { return (hot_counts())[-1]; }
+
+# cold_long's comment: $LONG_TEXT_BYTES bytes in all.
+sub long_pad
+{
+	my $body = 'long text ' x (($LONG_TEXT_BYTES - 6) / 10 + 1);
+	return '/* ' . substr($body, 0, $LONG_TEXT_BYTES - 6) . ' */';
 }
 
 sub hot_shape
 {
 	my ($h) = @_;
-	return sprintf('SELECT c%d, c%d FROM w', 1 + $h % 100, 1 + int($h / 100));
+	return sprintf('SELECT c%d, c%d FROM w%s', 1 + $h % 100,
+		1 + int($h / 100) % 100, $h >= 10000 ? int($h / 10000) : '');
+}
+
+# --sizes' probes, server side: bench_evict_probe (how long an eviction
+# takes, from the outside) and bench_shmem (the shared memory in use).
+sub setup_sized_probes
+{
+	# Runs n new statements (track = all, so that nested statements
+	# count) one by one with the clock read around each, and the eviction
+	# counter (info_sql) after each: a statement after which it moved
+	# ran an eviction.  Returns how many did, by how much the counter moved,
+	# their median duration and that of the others (ms).
+	psql(<<'SQL');
+CREATE FUNCTION bench_evict_probe(n int, info_sql text, pad text,
+  OUT evictions int, OUT dealloc_delta bigint, OUT evict_ms float8,
+  OUT other_ms float8, OUT seconds float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+  d0 bigint; d1 bigint; dstart bigint; t0 timestamptz; ms float8;
+  ev float8[] := '{}'; oth float8[] := '{}';
+  tstart timestamptz := clock_timestamp();
+BEGIN
+  EXECUTE info_sql INTO d0;
+  dstart := d0;
+  FOR i IN 1 .. n LOOP
+    t0 := clock_timestamp();
+    EXECUTE format('SELECT %s c%s, c%s, c%s, c%s FROM w', pad,
+                   1 + floor(random() * 100)::int, 1 + floor(random() * 100)::int,
+                   1 + floor(random() * 100)::int, 1 + floor(random() * 100)::int);
+    ms := 1000 * extract(epoch FROM clock_timestamp() - t0);
+    EXECUTE info_sql INTO d1;
+    IF d1 > d0 THEN ev := ev || ms; ELSE oth := oth || ms; END IF;
+    d0 := d1;
+  END LOOP;
+  evictions := cardinality(ev);
+  dealloc_delta := d0 - dstart;
+  SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) INTO evict_ms FROM unnest(ev) x;
+  SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) INTO other_ms FROM unnest(oth) x;
+  seconds := extract(epoch FROM clock_timestamp() - tstart);
+END $$;
+SQL
+	# After read_sql (a full read, which maps every DSM segment that holds
+	# entries or texts into this backend): the main shared memory of the
+	# allocations named like pattern, the anonymous allocations (where
+	# pg_stat_statements' hash entries are), and the DSM segments this
+	# backend has mapped (where pgss_ng's DSA area grows), in bytes.
+	psql(<<'SQL');
+CREATE FUNCTION bench_shmem(read_sql text, pattern text,
+  OUT named bigint, OUT anon bigint, OUT dsm bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF read_sql IS NOT NULL THEN EXECUTE read_sql; END IF;
+  SELECT coalesce(sum(allocated_size), 0) INTO named
+    FROM pg_shmem_allocations WHERE name LIKE pattern;
+  SELECT coalesce(sum(allocated_size), 0) INTO anon
+    FROM pg_shmem_allocations WHERE name = '<anonymous>';
+  SELECT coalesce(sum(('x' || lpad(split_part(r, '-', 2), 16, '0'))::bit(64)::bigint
+                    - ('x' || lpad(split_part(r, '-', 1), 16, '0'))::bit(64)::bigint), 0)
+    INTO dsm
+    FROM (SELECT split_part(l, ' ', 1) AS r
+            FROM regexp_split_to_table(pg_read_file('/proc/self/maps'), E'\n') l
+           WHERE l LIKE '%/dev/shm/PostgreSQL.%') m;
+END $$;
+SQL
 }
 
 # The pgbench and psql scripts of %WORKLOAD, in the work directory.
 sub write_scripts
 {
-	for my $n ($HOT_CHURN, $HOT_TRICKLE, $INC_ENTRIES, $INC_CHANGED)
+	for my $n (hot_counts())
 	{
 		my $last = $n - 1;
-		spew("$WORK/hot$n.sql", <<SQL);
+		if ($n <= 10000)
+		{
+			spew("$WORK/hot$n.sql", <<SQL);
 \\set h random(0, $last)
 \\set a 1 + :h % 100
 \\set b 1 + :h / 100
 SELECT c:a, c:b FROM w;
 SQL
+		}
+		else
+		{
+			# hot_shape(h) beyond table w
+			spew("$WORK/hot$n.sql", <<SQL);
+\\set h random(0, $last)
+\\set a 1 + :h % 100
+\\set b 1 + (:h / 100) % 100
+\\set t :h / 10000
+\\if :t = 0
+SELECT c:a, c:b FROM w;
+\\else
+SELECT c:a, c:b FROM w:t;
+\\endif
+SQL
+		}
 		spew("$WORK/warm$n.sql",
 			join('', map { hot_shape($_) . ";\n" } 0 .. $n - 1));
 	}
@@ -608,6 +867,13 @@ SQL
 \set c random(1, 100)
 \set d random(1, 100)
 SELECT c:a, c:b, c:c, c:d FROM w;
+SQL
+	spew("$WORK/cold_long.sql", <<SQL);
+\\set a random(1, 100)
+\\set b random(1, 100)
+\\set c random(1, 100)
+\\set d random(1, 100)
+SELECT @{[ long_pad() ]} c:a, c:b, c:c, c:d FROM w;
 SQL
 	# view_read prefill: distinct four-column shapes a < b < c < d.
 	my @fill;
@@ -692,14 +958,14 @@ sub wait_backends_gone
 
 # ---------------------------------------------------------------- one cell
 
-# pgbench for workload $w at $c clients, or for its reader.
+# pgbench for workload definition $def at $c clients, or for its reader;
+# @extra: more options (the probes').
 sub pgbench_cmd
 {
-	my ($w, $c, $reader) = @_;
-	my $def = $WORKLOAD{$w};
+	my ($def, $c, $reader, @extra) = @_;
 	my $threads = $c < NPROC() ? $c : NPROC();
 	my @cmd = ("$PGBIN/pgbench", '-h', $SOCK, '-p', $PORT, '-U', 'postgres',
-		'-c', $c, '-j', $threads, '-T', $opt{duration});
+		'-c', $c, '-j', $threads, '-T', $opt{duration}, @extra);
 	if ($reader)
 	{
 		push @cmd, '-n', '-M', 'simple', '--log', "--log-prefix=$reader->{log}",
@@ -807,12 +1073,175 @@ sub waits_finish
 	return (waits => \%waits);
 }
 
+# The backend_cpu probe (--backend-cpu): the CPU time of the pgbench
+# backends (the first field of /proc/PID/schedstat, ns) between a second
+# after the run's start and 0.7 s before its end, and the transactions
+# that pgbench --log says ended in that window: CPU per transaction,
+# connection set-up and the run's ends left out.  A child process of this
+# script samples; the server runs on this machine as the same user.
+sub cpu_pgbench_args
+{
+	my ($cell) = @_;
+	return () unless $opt{'backend-cpu'};
+	return ('--log', "--log-prefix=$cell->{dir}/txlog");
+}
+
+sub cpu_start
+{
+	my ($cell) = @_;
+	return undef unless $opt{'backend-cpu'};
+	my $t0 = time;
+	my $pid = fork();
+	die "fork failed: $!\n" unless defined $pid;
+	if ($pid == 0)
+	{
+		$SIG{$_} = 'DEFAULT' for qw(INT TERM HUP ALRM);
+		alarm(0);
+		my $out = eval { cpu_sample($cell, $t0) };
+		$out = 'error ' . ($@ =~ s/\s+/ /gr) unless defined $out;
+		open my $fh, '>', "$cell->{dir}/cpu.out";
+		print $fh "$out\n";
+		close $fh;
+		POSIX::_exit(0);
+	}
+	$CHILDREN{$pid} = 1;
+	return $pid;
+}
+
+# In the probe's child: "t1 cpu1 t2 cpu2 backends" (s since the epoch, ns).
+# The backends are those of pgbench at t2, when only its clients' are
+# there: at t1 its first connection (its checks, made before the
+# clients connect) may still be, or a client not yet, however loaded the
+# machine.  Every backend's CPU is read at t1; one that was not there yet
+# counts from 0 (all its transactions are in the window).
+sub cpu_sample
+{
+	my ($cell, $t0) = @_;
+	my $pgbench_pids = sub {
+		return split ' ', psql("SELECT string_agg(pid::text, ' ') FROM pg_stat_activity "
+			  . "WHERE application_name = 'pgbench' AND backend_type = 'client backend'");
+	};
+	my $cpu_of = sub {
+		my ($p) = @_;
+		open my $fh, '<', "/proc/$p/schedstat" or return undef;
+		my $l = <$fh>;
+		close $fh;
+		return defined $l ? (split ' ', $l)[0] : undef;
+	};
+	my $t1 = $t0 + 1;
+	sleep($t1 - time) if $t1 > time;
+	my %at_t1;
+	for my $p ($pgbench_pids->())
+	{
+		my $c = $cpu_of->($p);
+		$at_t1{$p} = $c if defined $c;
+	}
+	my $s1 = time;
+	my $t2 = $t0 + $opt{duration} - 0.7;
+	die "too short a run for the CPU probe\n" if $t2 <= $s1;
+	sleep($t2 - time) if $t2 > time;
+	my @pids = $pgbench_pids->();
+	die "found " . scalar(@pids) . " pgbench backends, not $cell->{clients}\n"
+	  unless @pids == $cell->{clients};
+	my ($c1, $c2) = (0, 0);
+	for my $p (@pids)
+	{
+		my $c = $cpu_of->($p);
+		die "pgbench backend $p exited before the end of the run\n" unless defined $c;
+		$c2 += $c;
+		$c1 += $at_t1{$p} // 0;
+	}
+	my $s2 = time;
+	return "$s1 $c1 $s2 $c2 " . scalar @pids;
+}
+
+sub cpu_finish
+{
+	my ($cell, $pid) = @_;
+	return () unless defined $pid;
+	return (backend_cpu => { error => 'probe timed out' })
+	  if wait_child($pid, $opt{duration} + 30) != 0;
+	my $l = eval { slurp("$cell->{dir}/cpu.out") } // 'error no output';
+	chomp $l;
+	return (backend_cpu => { error => $l }) if $l =~ /^error/;
+	my ($s1, $c1, $s2, $c2, $n) = split ' ', $l;
+	my $txns = 0;
+	for my $f (glob("$cell->{dir}/txlog.*"))
+	{
+		open my $fh, '<', $f or next;
+		# not $_: this runs inside a loop over @PROBES
+		while (my $line = <$fh>)
+		{
+			my @f = split ' ', $line;
+			next unless @f >= 6;
+			my $end = $f[4] + $f[5] / 1e6;
+			$txns++ if $end > $s1 && $end <= $s2;
+		}
+		close $fh;
+	}
+	return (backend_cpu => { error => 'no transactions in the window' })
+	  unless $txns;
+	return (
+		backend_cpu => {
+			us_per_txn => ($c2 - $c1) / 1000 / $txns,
+			txns       => $txns,
+			seconds    => $s2 - $s1,
+			cpu_seconds => ($c2 - $c1) / 1e9,
+			backends   => $n + 0,
+		});
+}
+
+# At --sizes' points, before the warm-up: the workload's fill script until
+# the table, with the warm-up's new statements after it, holds max
+# entries (new statements: each makes one).  The warm-up comes after, so
+# that the hot set is the newest when the run starts.
+sub fill_table
+{
+	my ($v, $def, $c, $p, $dir) = @_;
+	return unless $def->{fill} && $v ne 'none';
+	my $have = psql("SELECT count(*) FROM " . ($v eq 'pgss' ? 'pg_stat_statements(false)' : 'pgss_ng(false)'));
+	my $need = $p->{max} - $have - ($def->{warm_calls} // 0) + 1;
+	return if $need <= 0;
+	my $per = int(($need + $c - 1) / $c);
+	my $threads = $c < NPROC() ? $c : NPROC();
+	run_quiet("$dir/fill.log", "$PGBIN/pgbench", '-h', $SOCK, '-p', $PORT,
+		'-U', 'postgres', '-n', '-M', 'simple', '-c', $c, '-j', $threads,
+		'-t', $per, '-f', "$WORK/$def->{fill}", 'postgres');
+}
+
+# At --sizes' points, after the run: the shared memory in use (see
+# bench_shmem), and how long one eviction takes (bench_evict_probe: max / 4
+# new statements, at least 200, in one session; about five evictions).
+sub sized_probes
+{
+	my ($v, $def, $p) = @_;
+	my %r;
+	my ($read, $pattern) = {
+		none    => [ undef, '' ],
+		pgss    => [ undef, 'pg_stat_statements%' ],
+		pgss_ng => [ 'SELECT count(query) FROM pgss_ng', 'pgss_ng%' ],
+	}->{$v}->@*;
+	$r{shmem} = decode_json(psql("SELECT to_jsonb(s) FROM bench_shmem("
+		  . (defined $read ? "'$read'" : 'NULL') . ", '$pattern') s"));
+	return %r if $v eq 'none';
+	my $n = int($p->{max} / 4);
+	$n = 200 if $n < 200;
+	my ($guc, $info) = $v eq 'pgss'
+	  ? ('pg_stat_statements.track', 'pg_stat_statements_info')
+	  : ('pgss_ng.track', 'pgss_ng_info');
+	my $pad = $def->{long} ? long_pad() : '';
+	local $ENV{PGOPTIONS} = "$ENV{PGOPTIONS} -c $guc=all";
+	$r{evict_probe} = decode_json(psql("SELECT to_jsonb(e) FROM bench_evict_probe($n, "
+		  . "'SELECT dealloc FROM $info', '$pad') e"));
+	$r{evict_probe}{statements} = $n;
+	return %r;
+}
+
 # What the variant recorded: entries, info, text memory, hot-set coverage.
 sub collect_metrics
 {
-	my ($v, $w) = @_;
+	my ($v, $def) = @_;
 	return {} if $v eq 'none';
-	my $def = $WORKLOAD{$w};
 	my ($fn, $view, $info) = $v eq 'pgss'
 	  ? ('pg_stat_statements(false)', 'pg_stat_statements', 'pg_stat_statements_info')
 	  : ('pgss_ng(false)', 'pgss_ng', 'pgss_ng_info');
@@ -866,33 +1295,41 @@ sub expected_hot_calls
 	return $expected;
 }
 
-# One cell: reset, warm up, run pgbench (and the reader, and the probes),
-# then read what the variant recorded once pgbench's backends are gone
-# (pgss_ng flushes at backend exit).
+# One cell: reset, (at --sizes' points fill,) warm up, run pgbench (and
+# the reader, and the probes), then read what the variant recorded once
+# pgbench's backends are gone (pgss_ng flushes at backend exit), and at
+# --sizes' points the memory and eviction probes.
 sub run_cell
 {
-	my ($round, $v, $w, $c) = @_;
-	my $def = $WORKLOAD{$w};
+	my ($round, $v, $w, $c, $p) = @_;
+	my $def = def_for($w, $p);
 	my $dir = "$WORK/cell";
 	remove_tree($dir);
 	make_path($dir);
 	my $cell = { dir => $dir, variant => $v, workload => $w, clients => $c };
 	my %res = (round => $round, variant => $v, workload => $w, clients => $c);
+	if (defined $p->{name})
+	{
+		$res{point} = $p->{name};
+		$res{max}   = $p->{max};
+	}
 	my $t = time;
 	reset_stats($v);
+	fill_table($v, $def, $c, $p, $dir);
 	psql_file("$WORK/$_") for @{ $def->{warm} || [] };
 	$res{warmup_calls} = $def->{warm_calls} // 0;
 	$res{entries_before} = $v eq 'none' ? undef
 	  : psql("SELECT count(*) FROM " . ($v eq 'pgss' ? 'pg_stat_statements(false)' : 'pgss_ng(false)')) + 0;
 
 	my %probe = map { ($_->{name} => scalar $_->{start}->($cell)) } @PROBES;
-	my $main = spawn([ pgbench_cmd($w, $c) ], "$dir/pgbench.out");
+	my @extra = map { $_->{pgbench_args} ? $_->{pgbench_args}->($cell) : () } @PROBES;
+	my $main = spawn([ pgbench_cmd($def, $c, undef, @extra) ], "$dir/pgbench.out");
 	my $reader;
 	if (my $r = $def->{reader})
 	{
 		sleep 0.2;
 		$reader = spawn(
-			[ pgbench_cmd($w, 1, {
+			[ pgbench_cmd($def, 1, {
 				log => "$dir/readerlog",
 				scripts => [ map { sprintf($_, $v) } @{ $r->{scripts} } ] }) ],
 			"$dir/reader.out", { PGAPPNAME => 'bench_reader' });
@@ -912,9 +1349,9 @@ sub run_cell
 		  . ": " . join(' | ', grep { /error|fatal|abort/i } split /\n/, $out);
 		$res{error} = substr($res{error}, 0, 500);
 	}
-	my $p = parse_pgbench($out);
-	%res = (%res, %$p);
-	$res{error} //= "no tps in pgbench output" unless defined $p->{tps};
+	my $pb = parse_pgbench($out);
+	%res = (%res, %$pb);
+	$res{error} //= "no tps in pgbench output" unless defined $pb->{tps};
 	if (defined $reader)
 	{
 		$res{reader} = parse_reader_logs("$dir/readerlog", @{ $def->{reader}{names} });
@@ -923,8 +1360,9 @@ sub run_cell
 	%res = (%res, $_->{finish}->($cell, $probe{ $_->{name} })) for @PROBES;
 	eval {
 		wait_backends_gone();
-		my $m = collect_metrics($v, $w);
+		my $m = collect_metrics($v, $def);
 		%res = (%res, %$m);
+		%res = (%res, sized_probes($v, $def, $p)) if $p->{sized};
 		1;
 	} or do { $res{error} //= "metrics: $@"; chomp $res{error}; };
 	$res{hot}{expected_calls} = expected_hot_calls($def, \%res)
@@ -955,7 +1393,20 @@ sub say_cell
 			$res->{reader}{view}{median},
 			($res->{reader}{fn} // {median => 0})->{median});
 	}
-	say_ts(sprintf('  %-14s c=%-3d %-18s tps=%s%s%s', $res->{workload},
+	if (my $b = $res->{backend_cpu})
+	{
+		$extra .= defined $b->{us_per_txn}
+		  ? sprintf(' backend CPU %.1f us/txn', $b->{us_per_txn})
+		  : " backend CPU: $b->{error}";
+	}
+	if (my $e = $res->{evict_probe})
+	{
+		$extra .= sprintf(' evictions %d: %.2f ms (others %.2f ms)',
+			$e->{evictions}, $e->{evict_ms} // 0, $e->{other_ms} // 0);
+	}
+	my $wl = $res->{workload};
+	$wl .= " ($res->{point})" if defined $res->{point};
+	say_ts(sprintf('  %-14s c=%-3d %-18s tps=%s%s%s', $wl,
 		$res->{clients}, $VNAME{ $res->{variant} },
 		defined $res->{tps} ? sprintf('%.0f', $res->{tps}) : '?', $extra,
 		$res->{error} ? "  ERROR: $res->{error}" : ''));
@@ -964,7 +1415,8 @@ sub say_cell
 # ---------------------------------------------------------------- rounds
 
 # Every round: each variant in turn (the order rotated from round to
-# round), restarted, then every workload at each of its client counts.
+# round), restarted at each settings point (their order rotated too), then
+# every workload of the point at each of its client counts.
 sub run_all
 {
 	my %data = (
@@ -990,6 +1442,7 @@ sub run_all
 			prefill     => $PREFILL,
 			inc_entries => $INC_ENTRIES,
 			inc_changed => $INC_CHANGED,
+			backend_cpu => $opt{'backend-cpu'} ? 1 : 0,
 		},
 		settings => {},
 		runs     => [],
@@ -997,6 +1450,12 @@ sub run_all
 	);
 	chomp $data{meta}{pg_version};
 	$data{meta}{pgss_ng_so} = so_info();
+	if ($opt{'sizes-max'})
+	{
+		$data{meta}{points} = [ map { { %$_ } } @POINTS ];
+		$data{meta}{long_text_bytes} = $LONG_TEXT_BYTES;
+		$data{meta}{hot_churn_share} = $HOT_CHURN_SHARE;
+	}
 	setup_cluster();
 	my $round_time = 0;
 	my $rounds_done = 0;
@@ -1015,20 +1474,28 @@ sub run_all
 		my @order = @VARIANTS[ map { ($_ + $r - 1) % @VARIANTS } 0 .. $#VARIANTS ];
 		for my $v (@order)
 		{
-			say_ts("round $r/$opt{rounds}: variant $VNAME{$v}: restart");
-			start_server($v);
-			prepare_variant($v);
-			$data{settings}{$v} //= variant_settings();
-			check_build($r, \%data) if $v eq 'pgss_ng';
-			for my $w (@workloads)
+			my @pts = grep { !$_->{variants} || grep { $_ eq $v } @{ $_->{variants} } } @POINTS;
+			@pts = @pts[ map { ($_ + $r - 1) % @pts } 0 .. $#pts ];
+			for my $p (@pts)
 			{
-				my $def = $WORKLOAD{$w};
-				next if $def->{variants} && !grep { $_ eq $v } @{ $def->{variants} };
-				for my $c (@{ $def->{clients} || \@clients })
+				say_ts("round $r/$opt{rounds}: variant $VNAME{$v}: restart"
+					  . (defined $p->{name} ? " ($p->{name})" : ''));
+				start_server($v, $p);
+				prepare_variant($v);
+				$data{settings}{$v} //= variant_settings();
+				$data{settings_by_point}{ $p->{name} }{$v} //= variant_settings()
+				  if defined $p->{name};
+				check_build($r, \%data) if $v eq 'pgss_ng';
+				for my $w (@{ $p->{workloads} || \@workloads })
 				{
-					my $res = run_cell($r, $v, $w, $c);
-					push @{ $data{runs} }, $res;
-					say_cell($res);
+					my $def = $WORKLOAD{$w};
+					next if $def->{variants} && !grep { $_ eq $v } @{ $def->{variants} };
+					for my $c (@{ $def->{clients} || \@clients })
+					{
+						my $res = run_cell($r, $v, $w, $c, $p);
+						push @{ $data{runs} }, $res;
+						say_cell($res);
+					}
 				}
 			}
 		}

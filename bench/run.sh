@@ -13,6 +13,13 @@
 #                                       # runs at 1, 4, 16 and 64 clients,
 #                                       # the pgbench workloads; TPS and
 #                                       # top wait events per client count
+#   bash bench/run.sh --sizes           # about 25 minutes: cold_only and
+#                                       # hotcold_churn at max 1,000 to
+#                                       # 50,000, cold_long with and without
+#                                       # text pressure; TPS, eviction time,
+#                                       # shared memory, text memory
+#   bash bench/run.sh --cpu             # about 6 minutes: backend CPU per
+#                                       # transaction at 1 client
 #   bash bench/run.sh --smoke           # a few seconds (used by t/900)
 #
 # Two steps: bench/pgss_bench_run.pl measures and writes the raw results

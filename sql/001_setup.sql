@@ -3,8 +3,9 @@
 -- check that both run with the same settings, that pgss_ng's view has the
 -- columns of pg_stat_statements 1.12 (same order and types) on every server
 -- version, NULL where the server cannot measure them, then its own
--- (errors, error_exec_time, last_executed), and create the helpers the
--- later tests use:
+-- (errors, error_exec_time), that pgss_ng_detail has the same columns
+-- and then the times kept beside the counters (last_executed, quantiles,
+-- CPU times), and create the helpers the later tests use:
 --   pgss_ng_diff               rows on which pgss_ng and pg_stat_statements
 --                              disagree, execution times included
 --                              (expected empty everywhere)
@@ -92,6 +93,20 @@ ORDER BY 1;
 -- pgss_ng's own columns come after them
 SELECT attnum, attname, atttypid::regtype FROM pg_attribute
 WHERE attrelid = 'pgss_ng'::regclass AND attnum > 52 ORDER BY attnum;
+
+-- pgss_ng_detail: pgss_ng's columns (the ones that differ: none), then
+-- the times
+SELECT attnum, n.attname, n.atttypid::regtype, d.attname, d.atttypid::regtype
+FROM (SELECT * FROM pg_attribute WHERE attrelid = 'pgss_ng'::regclass
+      AND attnum > 0) n
+JOIN (SELECT * FROM pg_attribute WHERE attrelid = 'pgss_ng_detail'::regclass
+      AND attnum > 0) d USING (attnum)
+WHERE (n.attname, n.atttypid) IS DISTINCT FROM (d.attname, d.atttypid);
+SELECT attnum, attname, atttypid::regtype FROM pg_attribute
+WHERE attrelid = 'pgss_ng_detail'::regclass
+  AND attnum > (SELECT max(attnum) FROM pg_attribute
+                WHERE attrelid = 'pgss_ng'::regclass)
+ORDER BY attnum;
 
 -- every column of the server's own pg_stat_statements (1.10 on 15 and 16,
 -- 1.11 on 17, 1.12 on 18) is one of pgss_ng's, with the same type; 1.10's

@@ -12,8 +12,8 @@
 --     statement that raised and on the calling statement; one caught by an
 --     EXCEPTION block counts on the nested statement only.
 --   * The statements after each failure are counted exactly.
---   * last_executed: set by a flush with executions (failed ones too),
---     after they ran, never in the future.
+--   * last_executed (pgss_ng_detail): set by a flush with executions
+--     (failed ones too), after they ran, never in the future.
 --   * Incremental reads: exact sets of entries for several changed_since
 --     values; the future gives nothing, NULL everything.
 -- The other sessions' cases (cancel, deadlock, disconnect) are in
@@ -102,7 +102,7 @@ SELECT 1 / 0 AS err_last;
 SELECT 'ok' AS ok_last;
 SELECT plans, calls, errors, last_executed > :'t_last' AS after_start,
        last_executed <= clock_timestamp() AS not_future, query
-FROM pgss_ng WHERE query LIKE '%_last' ORDER BY query COLLATE "C";
+FROM pgss_ng_detail WHERE query LIKE '%_last' ORDER BY query COLLATE "C";
 
 -- Incremental reads: t0 < a < t1 < b < t2 < a again.  c fails before
 -- t2 is read, and its failure is merged and flushed when the statement

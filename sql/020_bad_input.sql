@@ -20,6 +20,9 @@
 --   * GUCs: out-of-range and malformed values are rejected by SET,
 --     set_config() and ALTER SYSTEM with the standard messages; nothing is
 --     written to postgresql.auto.conf and the settings are unchanged.
+--   * SQL objects of another build: pgss_ng() and pgss_ng_detail()
+--     declared with other columns than the library makes fail with a
+--     clear error (55000) instead of reading past the row they fill.
 -- pgss_ng_diff (pg_stat_statements is the reference) stays empty.
 --
 -- Expected output: expected/020_bad_input.out on PostgreSQL 15; _1.out on
@@ -246,4 +249,17 @@ SELECT name, setting, unit, source FROM pg_settings
 WHERE name LIKE 'pgss\_ng.%' ORDER BY name COLLATE "C";
 SELECT count(*) AS auto_conf_lines FROM pg_file_settings
 WHERE name LIKE 'pgss\_ng.%' AND sourcefile LIKE '%postgresql.auto.conf';
+-- SQL objects that are not the library's (a pgss_ng 1.0 created before
+-- a column moved): a clear error, no row read past what the library fills
+CREATE FUNCTION pgss_ng_stale(IN showtext boolean, IN changed_since timestamptz,
+                              OUT userid oid, OUT dbid oid)
+RETURNS SETOF record AS '$libdir/pgss_ng', 'pgss_ng' LANGUAGE C;
+CREATE FUNCTION pgss_ng_detail_stale(IN showtext boolean,
+                                     IN changed_since timestamptz,
+                                     OUT userid oid, OUT dbid oid)
+RETURNS SETOF record AS '$libdir/pgss_ng', 'pgss_ng_detail' LANGUAGE C;
+SELECT * FROM pgss_ng_stale(true, NULL);
+SELECT * FROM pgss_ng_detail_stale(false, NULL);
+DROP FUNCTION pgss_ng_stale(boolean, timestamptz);
+DROP FUNCTION pgss_ng_detail_stale(boolean, timestamptz);
 SELECT * FROM pgss_ng_diff;

@@ -4,7 +4,8 @@
 --   * Texts of other roles never reach an unprivileged role: in the view
 --     and in pgss_ng(true) their rows have a NULL queryid and the text
 --     "<insufficient privilege>", in pgss_ng(false) a NULL queryid and
---     text; the role sees exactly what pg_stat_statements shows it.
+--     text, and pgss_ng_detail as pgss_ng; the role sees exactly what
+--     pg_stat_statements shows it.
 --     pgss_ng_reset() by queryid fails with the same message whether the
 --     queryid exists or not, and removes nothing.  It cannot change the
 --     pgss_ng.track* settings (SET, set_config, ALTER SYSTEM: 42501), nor
@@ -65,6 +66,11 @@ FROM pgss_ng(true) GROUP BY own ORDER BY own;
 SELECT userid = 'regress_pgss_ng_spy'::regrole AS own, count(*) AS entries,
        count(queryid) AS with_queryid, count(query) AS with_text
 FROM pgss_ng(false) GROUP BY own ORDER BY own;
+-- pgss_ng_detail: the same
+SELECT userid = 'regress_pgss_ng_spy'::regrole AS own, count(*) AS entries,
+       count(queryid) AS with_queryid,
+       count(*) FILTER (WHERE query = '<insufficient privilege>') AS hidden
+FROM pgss_ng_detail GROUP BY own ORDER BY own;
 -- its own statements in full
 SELECT calls, query FROM pgss_ng
 WHERE userid = 'regress_pgss_ng_spy'::regrole ORDER BY query COLLATE "C";

@@ -31,8 +31,9 @@
 --   NULL, calls kept) and counting restarts; a full reset removes them.
 --   Bad input: NULL arguments and unknown keys give no rows; another
 --   role's statement needs pg_read_all_stats (a role reads its own),
---   while the view shows that role the entry's calls and quantiles
---   without its queryid and text.
+--   while pgss_ng_detail shows that role the entry's calls and quantiles
+--   without its queryid and text.  The quantiles are in pgss_ng_detail,
+--   which has pgss_ng's rows.
 --
 -- Expected output: expected/030_histogram.out on every server version.
 --
@@ -68,7 +69,15 @@ SELECT calls, plans, max_exec_time >= 200 AS max_ge_200,
        max_exec_time <= greatest(:m1, :m20, :m200) AS max_le_wrappers,
        exec_time_p50 IS NOT NULL AS has_p50,
        plan_time_p50 IS NULL AND plan_time_p999 IS NULL AS no_plan_quantiles
-FROM pgss_ng WHERE queryid = :n_qid;
+FROM pgss_ng_detail WHERE queryid = :n_qid;
+
+-- pgss_ng_detail: pgss_ng's rows
+SELECT (SELECT count(*) FROM pgss_ng) = (SELECT count(*) FROM pgss_ng_detail)
+         AS same_count,
+       NOT EXISTS (SELECT userid, dbid, toplevel, queryid, calls FROM pgss_ng
+                   EXCEPT
+                   SELECT userid, dbid, toplevel, queryid, calls
+                   FROM pgss_ng_detail) AS same_rows;
 
 -- exact counts: 56 in all, none below 1 ms; the longer sleeps by bounds
 SELECT sum(count) AS total,
@@ -102,7 +111,7 @@ FROM (VALUES ('p50', 28, 1, :m1),
 JOIN (SELECT unnest(ARRAY['p50', 'p90', 'p95', 'p99', 'p999']) AS name,
              unnest(ARRAY[exec_time_p50, exec_time_p90, exec_time_p95,
                           exec_time_p99, exec_time_p999]) AS value
-      FROM pgss_ng WHERE queryid = :n_qid) v USING (name);
+      FROM pgss_ng_detail WHERE queryid = :n_qid) v USING (name);
 SELECT name, rank, value >= lo AND value <= hi AS in_rank_bucket,
        value >= lo_ms / 1.04951 AND value <= hi_ms * 1.04951
          AS within_bound_of_its_sleeps
@@ -115,7 +124,7 @@ SELECT abs(exec_time_p99 - max_exec_time) / max_exec_time <= 0.04951 AS p99_with
          AND exec_time_p99 <= exec_time_p999 AS monotonic,
        exec_time_p50 >= min_exec_time AND exec_time_p999 <= max_exec_time
          AS within_min_max
-FROM pgss_ng WHERE queryid = :n_qid;
+FROM pgss_ng_detail WHERE queryid = :n_qid;
 DROP FUNCTION h1(), h20(), h200();
 
 -- every entry: its histogram holds exactly its calls
@@ -141,7 +150,7 @@ SELECT calls, plans, plan_time_p50 > 0 AS has_plan_p50,
        (SELECT sum(count) FROM pgss_ng_plan_time_histogram(:h_user, :h_db,
                                                            :h_qid, :'h_top'))
          AS plan_hist_total
-FROM pgss_ng WHERE queryid = :h_qid;
+FROM pgss_ng_detail WHERE queryid = :h_qid;
 
 -- times under 10 us and an OLTP spread, exec and plan: each quantile in
 -- the bucket of its rank, a bucket of ratio 2^(1/7)
@@ -171,13 +180,13 @@ FROM (SELECT 'exec' AS phase, unnest(ARRAY['p50', 'p90', 'p95', 'p99', 'p999']) 
              unnest(ARRAY[0.5, 0.9, 0.95, 0.99, 0.999]) AS p,
              unnest(ARRAY[exec_time_p50, exec_time_p90, exec_time_p95,
                           exec_time_p99, exec_time_p999]) AS value
-      FROM pgss_ng WHERE queryid = :f_qid
+      FROM pgss_ng_detail WHERE queryid = :f_qid
       UNION ALL
       SELECT 'plan', unnest(ARRAY['p50', 'p90', 'p95', 'p99', 'p999']),
              unnest(ARRAY[0.5, 0.9, 0.95, 0.99, 0.999]),
              unnest(ARRAY[plan_time_p50, plan_time_p90, plan_time_p95,
                           plan_time_p99, plan_time_p999])
-      FROM pgss_ng WHERE queryid = :f_qid) q
+      FROM pgss_ng_detail WHERE queryid = :f_qid) q
 CROSS JOIN LATERAL (SELECT lower_ms, upper_ms FROM fh
                     WHERE fh.phase = q.phase AND cum >= ceil(q.p * n)
                     ORDER BY lower_ms LIMIT 1) b
@@ -187,7 +196,7 @@ ORDER BY q.phase, q.p;
 SELECT pgss_ng_reset(0, 0, :h_qid, true) IS NOT NULL;
 SELECT calls, plans, exec_time_p50 IS NULL AS p50_null,
        exec_time_p999 IS NULL AS p999_null, plan_time_p50 IS NULL AS plan_null
-FROM pgss_ng WHERE queryid = :h_qid;
+FROM pgss_ng_detail WHERE queryid = :h_qid;
 SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 -- counting restarts: one call, then two of 1 ms (usually shorter, which
@@ -195,7 +204,7 @@ SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, :h_qid, :'h_top
 SELECT pg_sleep(0.02);
 SELECT calls, exec_time_p50 >= 20 / 1.04951 AS p50_again,
        exec_time_p50 = exec_time_p999 AS one_call
-FROM pgss_ng WHERE queryid = :h_qid;
+FROM pgss_ng_detail WHERE queryid = :h_qid;
 SELECT sum(count) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, :'h_top');
 SELECT pg_sleep(0.001);
 SELECT pg_sleep(0.001);
@@ -215,17 +224,17 @@ SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, 0, :h_qid, :'h_top');
 SELECT count(*) FROM pgss_ng_exec_time_histogram(:h_user, :h_db, :h_qid, NOT :'h_top'::bool);
 SELECT count(*) FROM pgss_ng_plan_time_histogram(:h_user, :h_db, 12345, :'h_top');
 
--- privileges: the view shows every role every entry's numbers, its
+-- privileges: the views show every role every entry's numbers, its
 -- quantiles too, but which statement it is (queryid, text) only for the
 -- role's own statements or with pg_read_all_stats; the histogram functions
 -- name the statement by its queryid, so another role's needs
 -- pg_read_all_stats
 SELECT calls AS h_calls, exec_time_p50 AS h_p50, exec_time_p999 AS h_p999
-FROM pgss_ng WHERE queryid = :h_qid \gset
+FROM pgss_ng_detail WHERE queryid = :h_qid \gset
 CREATE ROLE regress_pgss_ng_hist_user;
 CREATE ROLE regress_pgss_ng_hist_stats IN ROLE pg_read_all_stats;
 SET ROLE regress_pgss_ng_hist_user;
-SELECT count(*) AS same_numbers_unnamed FROM pgss_ng
+SELECT count(*) AS same_numbers_unnamed FROM pgss_ng_detail
 WHERE userid = :h_user AND queryid IS NULL
   AND query = '<insufficient privilege>' AND calls = :h_calls
   AND exec_time_p50 = :h_p50 AND exec_time_p999 = :h_p999;

@@ -1,7 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * sqlfuncs.c
- *	  SQL-callable functions: pgss_ng(showtext), pgss_ng_reset(...),
+ *	  SQL-callable functions: pgss_ng(showtext, changed_since) (the
+ *	  counters) and pgss_ng_detail(showtext, changed_since) (the same rows,
+ *	  with when each entry last ran, its time quantiles and its CPU
+ *	  times), pgss_ng_reset(...),
  *	  pgss_ng_info() and the time histograms of one entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
@@ -18,7 +21,10 @@
  * them into tuples: the entries as a read gives them, the info counters; the
  * reset is the statement kind's.  Columns of the counters that add up
  * follow PGSS_NG_SUM_COUNTERS, and pgss_ng's own (PGSS_NG_OWN_COUNTERS)
- * come after every pg_stat_statements column.
+ * come after every pg_stat_statements column.  The rows of the two reads
+ * are laid out by a row form (rowform.c), not heap_form_tuple: reading
+ * the view is mostly building and printing rows (docs/design.md, "What a
+ * reader sees").
  *
  * Locking: none taken here.  The read (pgss_ng_stmt_read) takes each
  * partition lock shared and each entry lock shared just long enough to
@@ -44,23 +50,31 @@
 #include "utils/timestamp.h"
 
 #include "convert.h"
+#include "rowform.h"
 #include "stmt_kind.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
+PG_FUNCTION_INFO_V1(pgss_ng_detail);
 PG_FUNCTION_INFO_V1(pgss_ng_reset);
 PG_FUNCTION_INFO_V1(pgss_ng_info);
 PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
 PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
 /*
- * number of output columns of pgss_ng(): identity, time groups, sums,
- * stats_since and minmax_stats_since, own counters and last_executed,
- * quantiles, CPU times
+ * number of output columns of pgss_ng(): key and text, time groups, sums,
+ * stats_since and minmax_stats_since, own counters
  */
 #define PGSS_NG_COLS \
 	(5 + 6 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + 2 + \
-	 PGSS_NG_NUM_OWN_COUNTERS + 1 + \
-	 PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + 2 * PGSS_NG_NUMPHASE)
+	 PGSS_NG_NUM_OWN_COUNTERS)
+
+/*
+ * number of output columns of pgss_ng_detail(): pgss_ng()'s, then
+ * last_executed, quantiles, CPU times
+ */
+#define PGSS_NG_DETAIL_COLS \
+	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
+	 2 * PGSS_NG_NUMPHASE)
 
 /*
  * check_loaded
@@ -164,15 +178,17 @@ put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
 	return i;
 }
 
-/* What a read keeps for all its rows (pgss_ng). */
+/* What a read keeps for all its rows (pgss_ng, pgss_ng_detail). */
 typedef struct ReadRows
 {
 	ReturnSetInfo *rsinfo;
+	bool		detail;			/* pgss_ng_detail's columns */
 	bool		showtext;
 	bool		is_allowed_role;	/* privileges of pg_read_all_stats */
 	Oid			userid;
 	PgssNgConvert convert;		/* texts into the database's encoding */
 	Datum		no_privilege;	/* "<insufficient privilege>" */
+	PgssNgRowForm *rowform;		/* builds the rows */
 } ReadRows;
 
 /*
@@ -224,18 +240,19 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 
 /*
  * put_row
- *		pgss_ng_stmt_read emit function: one row of pgss_ng() for an entry,
- *		put in the result's tuplestore.  Runs with a partition lock of the
- *		statement kind held shared (see pgss_ng_stmt_read).  Memory: the
- *		tuplestore's; a converted text in CurrentMemoryContext.
+ *		pgss_ng_stmt_read emit function: one row of pgss_ng(), or of
+ *		pgss_ng_detail() (rr->detail), for an entry, put in the result's
+ *		tuplestore.  Runs with a partition lock of the statement kind held
+ *		shared (see pgss_ng_stmt_read).  Memory: the tuplestore's; a
+ *		converted text in CurrentMemoryContext.
  */
 static void
 put_row(const PgssNgStmtSnapshot *es, void *arg)
 {
 	ReadRows   *rr = (ReadRows *) arg;
 	const PgssNgCounters *c = &es->counters;
-	Datum		values[PGSS_NG_COLS];
-	bool		nulls[PGSS_NG_COLS];
+	Datum		values[PGSS_NG_DETAIL_COLS];
+	bool		nulls[PGSS_NG_DETAIL_COLS];
 	int			i = 0;
 
 	memset(nulls, 0, sizeof(nulls));
@@ -258,19 +275,82 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 
 	/* pgss_ng's own columns, after all of pg_stat_statements' */
 	PGSS_NG_OWN_COUNTERS(PUT_SUM)
-	if (es->last_executed != 0)
-		values[i++] = TimestampTzGetDatum(es->last_executed);
-	else
-		nulls[i++] = true;
 #undef PUT_SUM
-	i = put_quantile_columns(values, nulls, i, es->quantiles[PGSS_NG_EXEC]);
-	i = put_quantile_columns(values, nulls, i, es->quantiles[PGSS_NG_PLAN]);
-	i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
-	i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
-
 	Assert(i == PGSS_NG_COLS);
-	tuplestore_putvalues(rr->rsinfo->setResult, rr->rsinfo->setDesc, values,
-						 nulls);
+
+	/* pgss_ng_detail's: what is kept of the times beside the counters */
+	if (rr->detail)
+	{
+		if (es->last_executed != 0)
+			values[i++] = TimestampTzGetDatum(es->last_executed);
+		else
+			nulls[i++] = true;
+		i = put_quantile_columns(values, nulls, i,
+								 es->quantiles[PGSS_NG_EXEC]);
+		i = put_quantile_columns(values, nulls, i,
+								 es->quantiles[PGSS_NG_PLAN]);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+		Assert(i == PGSS_NG_DETAIL_COLS);
+	}
+
+	pgss_ng_rowform_put(rr->rowform, rr->rsinfo->setResult, values, nulls);
+}
+
+/*
+ * read_rows
+ *		The body of pgss_ng() and pgss_ng_detail(): one row per entry with
+ *		calls, plans or errors > 0 (see put_row for the columns, and the
+ *		functions' comments); with changed_since not NULL, only the
+ *		entries changed at or after it.  Not strict (changed_since
+ *		defaults to NULL): a NULL showtext returns no rows, as a strict
+ *		function would.  Errors: library not preloaded; SQL objects of
+ *		another build (their column count).
+ */
+static Datum
+read_rows(FunctionCallInfo fcinfo, bool detail)
+{
+	TimestampTz changed_since = DT_NOBEGIN;
+	ReadRows	rr;
+	int			what = 0;
+
+	check_loaded();
+	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	rr.detail = detail;
+	rr.userid = GetUserId();
+	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
+	pgss_ng_convert_init(&rr.convert);
+	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/*
+	 * SQL objects of another build (a database whose pgss_ng 1.0 was
+	 * created before a column moved) would have the rows read past what
+	 * put_row fills
+	 */
+	if (rr.rsinfo->setDesc->natts != (detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s returns %d columns, but the library makes %d",
+						detail ? "pgss_ng_detail" : "pgss_ng",
+						rr.rsinfo->setDesc->natts,
+						detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS),
+				 errhint("Drop and create extension \"pgss_ng\" again, so that its SQL objects are those of the library.")));
+	if (PG_ARGISNULL(0))
+		return (Datum) 0;
+	rr.rowform = pgss_ng_rowform_make(rr.rsinfo->setDesc);
+	rr.showtext = PG_GETARG_BOOL(0);
+	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
+		changed_since = PG_GETARG_TIMESTAMPTZ(1);
+
+	if (rr.showtext)
+		what |= PGSS_NG_READ_TEXT;
+	if (detail)
+		what |= PGSS_NG_READ_QUANTILES;
+	pgss_ng_stmt_read(what, changed_since, put_row, &rr);
+
+	return (Datum) 0;
 }
 
 /*
@@ -282,37 +362,26 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
  *		(PostgreSQL 18) on every server version, NULL where the server
  *		cannot measure a counter (its "measured" flag in
  *		PGSS_NG_SUM_COUNTERS), then pgss_ng's own: errors,
- *		error_exec_time, last_executed (NULL when no execution was
- *		recorded), exec and plan time quantiles, exec and plan CPU times.
- *		The caller's own pending counters are flushed first,
- *		so a session always sees its own finished statements.  Not strict
- *		(changed_since defaults to NULL): a NULL showtext returns no rows,
- *		as a strict function would.
- *		Errors: library not preloaded.
+ *		error_exec_time.  The caller's own pending counters are flushed
+ *		first, so a session always sees its own finished statements.
+ *		See read_rows.
  */
 Datum
 pgss_ng(PG_FUNCTION_ARGS)
 {
-	TimestampTz changed_since = DT_NOBEGIN;
-	ReadRows	rr;
+	return read_rows(fcinfo, false);
+}
 
-	check_loaded();
-	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	rr.userid = GetUserId();
-	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
-	pgss_ng_convert_init(&rr.convert);
-	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
-
-	InitMaterializedSRF(fcinfo, 0);
-	if (PG_ARGISNULL(0))
-		return (Datum) 0;
-	rr.showtext = PG_GETARG_BOOL(0);
-	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
-		changed_since = PG_GETARG_TIMESTAMPTZ(1);
-
-	pgss_ng_stmt_read(rr.showtext, changed_since, put_row, &rr);
-
-	return (Datum) 0;
+/*
+ * pgss_ng_detail
+ *		pgss_ng_detail(showtext, changed_since): pgss_ng()'s rows with more
+ *		columns: last_executed (NULL when no execution was recorded), exec
+ *		and plan time quantiles, exec and plan CPU times.  See read_rows.
+ */
+Datum
+pgss_ng_detail(PG_FUNCTION_ARGS)
+{
+	return read_rows(fcinfo, true);
 }
 
 /*

@@ -204,6 +204,13 @@ typedef struct PgssNgTimeStats
 } PgssNgTimeStats;
 
 /*
+ * What a read (pgss_ng_stmt_read) copies besides the key, the counters
+ * and the timestamps (flags).
+ */
+#define PGSS_NG_READ_TEXT		0x01	/* the query text */
+#define PGSS_NG_READ_QUANTILES	0x02	/* the time quantiles */
+
+/*
  * A reader's copy of one entry (pgss_ng_stmt_read), valid only during the
  * emit call it is given to.
  */
@@ -212,13 +219,17 @@ typedef struct PgssNgStmtSnapshot
 	PgssNgStmtKey key;
 	PgssNgTimeStats times[PGSS_NG_NUMPHASE];
 	PgssNgCounters counters;	/* the sums; times are in times[] */
-	/* time quantiles (ms) of pgss_ng_quantiles, NaN when no histogram */
+	/*
+	 * time quantiles (ms) of pgss_ng_quantiles, NaN when no histogram;
+	 * only with PGSS_NG_READ_QUANTILES
+	 */
 	double		quantiles[PGSS_NG_NUMPHASE][PGSS_NG_NUM_QUANTILES];
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
 	int			encoding;		/* the text's encoding */
-	const text *query;			/* copy of the text (no NUL), or NULL */
+	const text *query;			/* copy of the text (no NUL), or NULL;
+								 * NULL without PGSS_NG_READ_TEXT */
 } PgssNgStmtSnapshot;
 
 /* what pgss_ng_stmt_read calls for each entry */
@@ -264,7 +275,7 @@ extern int	pgss_ng_stmt_begin(uint64 queryid, bool toplevel,
 							   int query_len, double prior_ms);
 
 /* the SQL functions: stmt_read.c */
-extern void pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
+extern void pgss_ng_stmt_read(int what, TimestampTz changed_since,
 							  PgssNgStmtEmitFn emit, void *arg);
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 									  bool minmax_only);

@@ -26,6 +26,8 @@
 /* Kind data of a shared statement entry. */
 typedef struct PgssNgStmtShared
 {
+	/* what every read copies first, together (fewer cache lines) */
+	TimestampTz changed_at;		/* last change (see the file header) */
 	/*
 	 * qtext is a failed execution's, until the first successful one
 	 * replaces it.  Read by every store into new pending data: kept next to
@@ -34,14 +36,14 @@ typedef struct PgssNgStmtShared
 	bool		qtext_failed;
 	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
-	PgssNgHistPair hist;		/* times since minmax_stats_since, by phase */
 	dsa_pointer qtext;			/* query text (qtext.c), or invalid */
 	int			encoding;		/* its encoding */
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
-	TimestampTz changed_at;		/* last change (see the file header) */
+	/* last: only pgss_ng_detail's read copies (the used part of) it */
+	PgssNgHistPair hist;		/* times since minmax_stats_since, by phase */
 } PgssNgStmtShared;
 
 /*

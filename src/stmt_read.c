@@ -26,18 +26,19 @@
 #include "stmt_kind_int.h"
 
 /*
- * State of a read (pgss_ng_stmt_read): the filter, the copy of the entry
- * being read, and the growing buffer its text is copied into (a text
- * varlena, reused from entry to entry: no palloc per entry).
+ * State of a read (pgss_ng_stmt_read): what to copy, the filter, the copy
+ * of the entry being read (the snapshot emit is given, and the used slots
+ * of its histograms), and the growing buffer its text is copied into (a
+ * text varlena, reused from entry to entry: no palloc per entry).
  */
 typedef struct ReadState
 {
-	bool		want_text;
+	int			what;			/* PGSS_NG_READ_* */
 	TimestampTz changed_since;	/* DT_NOBEGIN: everything */
 	PgssNgStmtEmitFn emit;
 	void	   *emit_arg;
-	PgssNgStmtKey key;			/* the entry copied last */
-	PgssNgStmtShared sh;		/* the part of its data read_emit uses */
+	bool		have_minmax[PGSS_NG_NUMPHASE];	/* of the entry copied last */
+	PgssNgHistPair hist;		/* its histograms (PGSS_NG_READ_QUANTILES) */
 	bool		has_text;
 	text	   *textbuf;		/* its text, if has_text */
 	Size		textbuf_size;	/* bytes allocated at textbuf */
@@ -46,9 +47,10 @@ typedef struct ReadState
 
 /*
  * read_copy
- *		pgss_ng_kind_foreach visitor: copy one entry (and its
- *		text into the text buffer), unless a reader may not see it yet (an
- *		entry with neither calls, plans nor errors was only made at parse
+ *		pgss_ng_kind_foreach visitor: copy one entry (and what
+ *		the read asks for: its text into the text buffer, the used slots
+ *		of its histograms), unless a reader may not see it yet (an entry
+ *		with neither calls, plans nor errors was only made at parse
  *		analysis) or it has not changed since changed_since (changed_at
  *		earlier).  Returns whether it was copied.  Runs with the entry lock
  *		and its partition lock held shared, so it only copies; growing the
@@ -62,22 +64,23 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 {
 	ReadState  *st = (ReadState *) arg;
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	PgssNgStmtSnapshot *es = &st->es;
 
 	if (total_calls(&sh->counters) == 0 && sh->counters.errors == 0)
 		return false;
 	if (sh->changed_at < st->changed_since)
 		return false;
-	memcpy(&st->key, key, sizeof(PgssNgStmtKey));
-	/* what read_emit uses; of the histograms only their used slots */
-	st->sh.counters = sh->counters;
-	memcpy(st->sh.have_minmax, sh->have_minmax, sizeof(sh->have_minmax));
-	pgss_ng_hist_copy_used(&st->sh.hist, &sh->hist);
-	st->sh.encoding = sh->encoding;
-	st->sh.stats_since = sh->stats_since;
-	st->sh.minmax_stats_since = sh->minmax_stats_since;
-	st->sh.last_executed = sh->last_executed;
+	memcpy(&es->key, key, sizeof(PgssNgStmtKey));
+	es->counters = sh->counters;
+	memcpy(st->have_minmax, sh->have_minmax, sizeof(sh->have_minmax));
+	if (st->what & PGSS_NG_READ_QUANTILES)
+		pgss_ng_hist_copy_used(&st->hist, &sh->hist);
+	es->encoding = sh->encoding;
+	es->stats_since = sh->stats_since;
+	es->minmax_stats_since = sh->minmax_stats_since;
+	es->last_executed = sh->last_executed;
 	st->has_text = false;
-	if (st->want_text && DsaPointerIsValid(sh->qtext))
+	if ((st->what & PGSS_NG_READ_TEXT) && DsaPointerIsValid(sh->qtext))
 	{
 		int			len;
 		const char *data = pgss_ng_qtext_data(pgss_ng_kind_area(kind),
@@ -118,44 +121,40 @@ time_stats(const PgssNgCounters *c, PgssNgPhase phase, PgssNgTimeStats *out)
 /*
  * read_emit
  *		pgss_ng_kind_foreach emit callback: turn the copy of the entry
- *		into what a reader sees (time groups, the time quantiles from the
- *		histograms) and hand it to the reader's emit function.  Runs after
- *		the entry lock is released, with the partition lock still held
- *		shared.
+ *		into what a reader sees (time groups; the time quantiles from the
+ *		histograms, if asked for) and hand it to the reader's emit
+ *		function.  Runs after the entry lock is released, with the
+ *		partition lock still held shared.
  */
 static void
 read_emit(void *arg)
 {
 	ReadState  *st = (ReadState *) arg;
-	const PgssNgStmtShared *sh = &st->sh;
 	PgssNgStmtSnapshot *es = &st->es;
+	const PgssNgCounters *c = &es->counters;
 	int			k;
 
-	es->key = st->key;
-	es->counters = sh->counters;
 	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
 	{
-		double		min = sh->have_minmax[k] ? sh->counters.min_time[k] : 1;
-		double		max = sh->have_minmax[k] ? sh->counters.max_time[k] : 0;
-
-		time_stats(&sh->counters, k, &es->times[k]);
-		pgss_ng_hist_quantiles(&sh->hist, k, pgss_ng_quantiles,
-							   PGSS_NG_NUM_QUANTILES, min, max,
-							   es->quantiles[k]);
+		time_stats(c, k, &es->times[k]);
+		if (st->what & PGSS_NG_READ_QUANTILES)
+			pgss_ng_hist_quantiles(&st->hist, k, pgss_ng_quantiles,
+								   PGSS_NG_NUM_QUANTILES,
+								   st->have_minmax[k] ? c->min_time[k] : 1,
+								   st->have_minmax[k] ? c->max_time[k] : 0,
+								   es->quantiles[k]);
 	}
-	es->encoding = sh->encoding;
-	es->stats_since = sh->stats_since;
-	es->minmax_stats_since = sh->minmax_stats_since;
-	es->last_executed = sh->last_executed;
 	es->query = st->has_text ? st->textbuf : NULL;
 	st->emit(es, st->emit_arg);
 }
 
 /*
  * pgss_ng_stmt_read
- *		Call emit once for every entry a reader may see (with its text if
- *		want_text) and that changed at or after changed_since (DT_NOBEGIN:
- *		all of them).  This backend's noted failures are merged and its
+ *		Call emit once for every entry a reader may see and that changed at
+ *		or after changed_since (DT_NOBEGIN: all of them), with what
+ *		"what" asks for besides the key, the counters and the timestamps
+ *		(PGSS_NG_READ_TEXT: its text; PGSS_NG_READ_QUANTILES: its time
+ *		quantiles).  This backend's noted failures are merged and its
  *		pending counters flushed first (waiting for locks), so a session
  *		always sees its own finished statements.  The snapshot emit is
  *		given, and its text, are only valid during that call.  Locks: the
@@ -166,7 +165,7 @@ read_emit(void *arg)
  *		for the whole read.  Errors: out of memory; whatever emit raises.
  */
 void
-pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
+pgss_ng_stmt_read(int what, TimestampTz changed_since,
 				  PgssNgStmtEmitFn emit, void *arg)
 {
 	ReadState  *st;
@@ -176,7 +175,7 @@ pgss_ng_stmt_read(bool want_text, TimestampTz changed_since,
 
 	/* too big for the stack: the histograms alone are 2.5 kB */
 	st = palloc0(sizeof(ReadState));
-	st->want_text = want_text;
+	st->what = what;
 	st->changed_since = changed_since;
 	st->emit = emit;
 	st->emit_arg = arg;

@@ -41,6 +41,8 @@ is( $node->safe_psql(
 my @stmts = (
 	'SELECT * FROM pgss_ng',
 	'SELECT * FROM pgss_ng(false)',
+	'SELECT * FROM pgss_ng_detail',
+	'SELECT * FROM pgss_ng_detail(false)',
 	'SELECT * FROM pgss_ng_info',
 	'SELECT pgss_ng_reset()',
 	'SELECT pgss_ng_reset(0, 0, 0, true)',

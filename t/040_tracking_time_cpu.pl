@@ -61,7 +61,7 @@ ORDER BY 1, 2, 6, 3};
 my $quant_sql = q{
 SELECT queryid, toplevel, calls, plans, exec_time_p50, exec_time_p99,
 	   exec_time_p999, plan_time_p50, plan_time_p999
-FROM pgss_ng ORDER BY queryid, toplevel};
+FROM pgss_ng_detail ORDER BY queryid, toplevel};
 
 my $hist_before = untracked_psql($node, $hist_sql);
 my $quant_before = untracked_psql($node, $quant_sql);
@@ -97,7 +97,7 @@ my ($cpu0, undef, $cpu1) = split /\n/, $out;
 my $kernel_ms = $cpu1 - $cpu0;
 my ($exec_ms, $cpu_ms) = split /\|/, untracked_psql($node,
 	q{SELECT total_exec_time, exec_user_time + exec_system_time
-	  FROM pgss_ng WHERE query = 'SELECT sum(g) FROM generate_series($1, $2) g'});
+	  FROM pgss_ng_detail WHERE query = 'SELECT sum(g) FROM generate_series($1, $2) g'});
 note("CPU-bound statement: exec $exec_ms ms, exec CPU $cpu_ms ms, "
 	  . "kernel's count for the backend over it $kernel_ms ms");
 cmp_ok($exec_ms, '>', 20, 'the CPU-bound statement ran a while');
@@ -111,7 +111,7 @@ is( untracked_psql($node,
 		q{SELECT calls, exec_user_time + exec_system_time < 20,
 				 exec_user_time >= 0 AND exec_system_time >= 0,
 				 plan_user_time IS NOT NULL AND plan_system_time IS NOT NULL
-		  FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)'}),
+		  FROM pgss_ng_detail WHERE query = 'SELECT pg_sleep($1)'}),
 	'1|t|t|t',
 	'pg_sleep(0.2): under 20 ms of CPU; plan CPU time is reported');
 
@@ -168,12 +168,12 @@ SELECT pg_sleep(0.01);
 is( untracked_psql($node,
 		q{SELECT calls, exec_user_time IS NULL, exec_system_time IS NULL,
 				 plan_user_time IS NULL, plan_system_time IS NULL
-		  FROM pgss_ng WHERE query = 'SELECT $1 AS t'}),
+		  FROM pgss_ng_detail WHERE query = 'SELECT $1 AS t'}),
 	'1|t|t|t|t',
 	'track_cpu off: CPU columns NULL for an entry never sampled');
 is( untracked_psql($node,
 		q{SELECT calls, exec_user_time IS NOT NULL, plan_user_time IS NOT NULL
-		  FROM pgss_ng WHERE query = 'SELECT pg_sleep($1)'}),
+		  FROM pgss_ng_detail WHERE query = 'SELECT pg_sleep($1)'}),
 	'2|t|t',
 	'track_cpu off: an entry sampled before keeps its sums');
 

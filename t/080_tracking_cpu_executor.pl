@@ -53,7 +53,7 @@ sub cpu_of
 	my ($pattern, $toplevel) = @_;
 	my $r = untracked_psql($node,
 		qq{SELECT exec_user_time + exec_system_time, calls, total_exec_time
-		   FROM pgss_ng WHERE query LIKE '$pattern' AND toplevel = $toplevel});
+		   FROM pgss_ng_detail WHERE query LIKE '$pattern' AND toplevel = $toplevel});
 	return split /\|/, $r;
 }
 
@@ -175,7 +175,7 @@ my $leader_ms = $l1 - $l0;
 my ($par_cpu, $par_calls, $par_exec) =
   split /\|/, untracked_psql($node,
 	q{SELECT exec_user_time + exec_system_time, calls, total_exec_time
-	  FROM pgss_ng WHERE query = 'SELECT count(g) FROM par5 WHERE md5(g::text) < $1'});
+	  FROM pgss_ng_detail WHERE query = 'SELECT count(g) FROM par5 WHERE md5(g::text) < $1'});
 note("parallel: serial scan $serial_ms ms (kernel), leader over the "
 	  . "parallel one $leader_ms ms (kernel), the parallel one's CPU "
 	  . "$par_cpu ms in $par_exec ms");

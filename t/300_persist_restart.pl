@@ -1,9 +1,10 @@
 # Persistence across restarts: what survives and what does not.
 #
-# - A clean restart, fast and smart, keeps every row of pgss_ng exactly
-#   (all columns, compared as psql renders them: counters, times, min/max,
-#   stddev, texts, stats_since, minmax_stats_since, errors,
-#   error_exec_time, last_executed) and pgss_ng_info
+# - A clean restart, fast and smart, keeps every row of pgss_ng_detail
+#   exactly (all columns, compared as psql renders them:
+#   counters, times, min/max, stddev, texts, stats_since,
+#   minmax_stats_since, errors, error_exec_time, last_executed, quantiles)
+#   and pgss_ng_info
 #   (dealloc, stats_reset, entries, dropped, ...); counting then goes on
 #   from the restored values.
 # - Statements of sessions still connected when a fast shutdown starts
@@ -54,7 +55,7 @@ sub quiet_psql
 sub snapshot
 {
 	my $rows = quiet_psql(
-		'SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel');
+		$ALL_ROWS);
 	my $info = quiet_psql(
 		'SELECT dealloc, entries_evicted, stats_reset, entries, dropped, '
 		  . 'entries_max, backstop_skips, qtext_bytes, qtext_count '
@@ -197,7 +198,7 @@ is(calls_of("SELECT count(*) AS long_text FROM t WHERE a > \$1 /* $long */"), '1
 is(calls_of('SELECT $1 AS "héllo wörld ü"'), '1/1', 'the multibyte text is there');
 is( quiet_psql(
 		"SELECT calls || ' ' || errors || ' ' || (error_exec_time > 0) || ' ' || "
-		  . "(last_executed IS NOT NULL) FROM pgss_ng "
+		  . "(last_executed IS NOT NULL) FROM pgss_ng_detail "
 		  . "WHERE query = 'SELECT \$1 / (a - a) FROM t WHERE a = \$2'"),
 	'0 2 true true', 'the failing statement: 2 errors, a last execution');
 
@@ -211,7 +212,7 @@ my $pos = -s $node->logfile;
 $node->restart;    # pg_ctl restart: fast mode
 my $n = wait_restored($pos);
 my ($rows1, $info1) = snapshot();
-is($rows1, $rows0, 'fast restart: every row of pgss_ng is unchanged');
+is($rows1, $rows0, 'fast restart: every row of pgss_ng_detail is unchanged');
 is($info1, $info0, 'fast restart: pgss_ng_info is unchanged');
 is($n, $entries0, "fast restart: restored all $entries0 entries");
 ok(!-e $statfile, 'fast restart: the file is removed once read');
@@ -230,7 +231,7 @@ ok(!-e $tmpfile, 'smart stop: no temporary file is left');
 $node->start;
 wait_restored($pos);
 my ($rows2, $info2) = snapshot();
-is($rows2, $rows0, 'smart restart: every row of pgss_ng is unchanged');
+is($rows2, $rows0, 'smart restart: every row of pgss_ng_detail is unchanged');
 is($info2, $info0, 'smart restart: pgss_ng_info is unchanged');
 
 # Counting goes on from the restored values, in the same entry.

@@ -53,7 +53,7 @@ sub quiet_psql
 
 sub snapshot
 {
-	return quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel')
+	return quiet_psql($ALL_ROWS)
 	  . "\n"
 	  . quiet_psql(
 		'SELECT dealloc, entries_evicted, stats_reset, entries, dropped, '
@@ -88,7 +88,7 @@ DO $$ BEGIN PERFORM count(*) FROM t; END $$;
 SET work_mem = '5MB';
 });
 
-my $good_rows = quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel');
+my $good_rows = quiet_psql($ALL_ROWS);
 my $good_entries = quiet_psql('SELECT entries FROM pgss_ng_info');
 # The texts of the entries, in hex: each ends one record.
 my %texts = map { $_ => 1 } split /,/,
@@ -222,7 +222,7 @@ write_file($statfile, $good);
 my $pos = -s $node->logfile;
 $node->start;
 is(wait_restored($pos), $good_entries, 'the good file: every entry restored');
-is(quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel'),
+is(quiet_psql($ALL_ROWS),
 	$good_rows, 'the good file: the same rows');
 unlike(slurp_file($node->logfile, $pos), qr/pgss_ng ignored/, 'the good file: no warning');
 

@@ -15,12 +15,18 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT =
   qw(pgss_node create_wide_table wait_for_clients_gone start_small_arena_node
-  setup_alice_bob crc32c write_file
+  setup_alice_bob crc32c write_file $ALL_ROWS
   gdb_installed gdb_probe gdb_start gdb_send gdb_wait gdb_stop_re
   stopped_in stopped_or_answered gdb_bt gdb_release library_replaced
   gdb_usable_or_skip gdb_attach gdb_stop_at stop_next
   send_async wait_async answered_or_lwlock wait_for_lwlock
   stop_and_check_log untracked_psql);
+
+# $ALL_ROWS
+#	Every column of every entry (pgss_ng_detail), in key order, for tests
+#	that compare rows whole.
+our $ALL_ROWS =
+  'SELECT * FROM pgss_ng_detail ORDER BY userid, dbid, queryid, toplevel';
 
 # pgss_node($name, %gucs)
 #	Create, initdb and start a node whose postgresql.conf preloads pgss_ng
