@@ -38,10 +38,13 @@
  *		find live entries at or past max (an eviction is due or running);
  *		it is held while such a body is allocated, initialized and
  *		published, never during a flush.
- *	  - <name>_dealloc serializes removals (eviction, reset): see
- *		kind_evict.c.  Flushes never wait for it.  A restore holds it
- *		shared around each entry it restores, so that a full reset comes
- *		wholly before or after that entry (pgss_ng_kind_restore_begin).
+ *	  - The new entry's eviction node is pushed on a lock-free stack
+ *		under the partition lock that publishes it.
+ *	  - <name>_dealloc serializes removals (eviction, reset) and owns the
+ *		eviction queue: see kind_evict.c.  Flushes never wait for it.  A
+ *		restore holds it shared around each entry it restores, so that a
+ *		full reset comes wholly before or after that entry
+ *		(pgss_ng_kind_restore_begin).
  *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
  *		taken innermost: after every lock of this layer.
  *
@@ -136,11 +139,14 @@ typedef struct PgssNgKindDesc
 	/*
 	 * Optional: whether memory the kind data owns (e.g. a query text
 	 * arena) is short, so that eviction should run even with live entries
-	 * at or below max (pgss_ng_kind_evict).  Called often, with no lock of
-	 * this layer or with <name>_dealloc held; must be cheap and must not
-	 * raise an ERROR.
+	 * at or below max (pgss_ng_kind_evict).  With starting, whether it is
+	 * past its high-water mark (start evicting); without, whether it is
+	 * still past its low-water mark (go on evicting): the gap between the
+	 * two makes evictions for room come in batches.  Called often, with no
+	 * lock of this layer or with <name>_dealloc held; must be cheap and
+	 * must not raise an ERROR.
 	 */
-	bool		(*needs_room_cb) (PgssNgKind *kind);
+	bool		(*needs_room_cb) (PgssNgKind *kind, bool starting);
 } PgssNgKindDesc;
 
 /*

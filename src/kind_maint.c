@@ -14,8 +14,9 @@
  * time), then the entry lock (shared to read, exclusively to update); a
  * reader's emit step (foreach) runs between the two, after the entry
  * lock is released and before the partition lock is;
- * removals take <name>_dealloc, then each partition lock exclusively, then
- * the entry lock to mark the entry removed.  The kind-wide counters are
+ * removals take <name>_dealloc and walk the eviction queue, taking each
+ * matching entry's partition lock exclusively, then its entry lock to
+ * mark it removed.  The kind-wide counters are
  * atomics, read and written without a lock.
  *
  *-------------------------------------------------------------------------
@@ -66,43 +67,40 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
  * pgss_ng_kind_remove_matching
  *		Remove every entry whose key matches (all if match is NULL) from the
  *		hash and release the hash's reference; bodies still referenced by
- *		pending data are freed by their last holder.  Returns the number of
- *		entries removed.  Removing all (a full reset) is counted in
- *		full_resets first, so that a restore in progress stops there (see
- *		pgss_ng_kind_restore_begin).  Locks: <name>_dealloc (waiting: a reset
- *		waits for a running eviction, or an entry being restored), then
- *		partition locks exclusively, one at a time, then each entry's lock
- *		to set removed.
+ *		pending data are freed by their last holder.  The entries are found
+ *		through the eviction queue, which holds a node (with the key) for
+ *		each of them (kind_take_new first adds those created since the last
+ *		eviction); an entry created while the reset runs may stay.  Returns
+ *		the number of entries removed.  Removing all (a full reset) is
+ *		counted in full_resets first, so that a restore in progress stops
+ *		there (see pgss_ng_kind_restore_begin).  Locks: <name>_dealloc
+ *		(waiting: a reset waits for a running eviction, or an entry being
+ *		restored), then, for each entry removed, its partition lock
+ *		exclusively and its entry lock to set removed (kind_remove_node).
  */
 uint64
 pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 {
-	dshash_seq_status status;
-	void	   *he;
+	PgssNgKindControl *ctl = kind->ctl;
+	dsa_pointer np;
 	uint64		nremoved = 0;
 
 	/* removals (eviction, reset) are serialized */
 	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
 	if (match == NULL)
 		pg_atomic_fetch_add_u64(&kind->ctl->full_resets, 1);
-	dshash_seq_init(&status, kind->hash, true);
-	while ((he = dshash_seq_next(&status)) != NULL)
+	kind_take_new(kind);
+	np = ctl->evict_front;
+	while (DsaPointerIsValid(np))
 	{
-		dsa_pointer body;
-		PgssNgBodyHeader *hdr;
+		PgssNgEvictNode *node = dsa_get_address(kind->area, np);
+		dsa_pointer next = node->next;
 
-		if (match != NULL && !match(he, arg))
-			continue;
-
-		body = HASH_TAIL(kind, he)->body;
-		hdr = dsa_get_address(kind->area, body);
-
-		kind_mark_removed(hdr, PGSS_NG_REMOVED_BY_RESET);
-		dshash_delete_current(&status);
-		kind_forget_body(kind, body, hdr);
-		nremoved++;
+		if ((match == NULL || match(PgssNgNodeKey(node), arg)) &&
+			kind_remove_node(kind, np, PGSS_NG_REMOVED_BY_RESET))
+			nremoved++;
+		np = next;
 	}
-	dshash_seq_term(&status);
 	LWLockRelease(kind->dealloc_lock);
 
 	return nremoved;

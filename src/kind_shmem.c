@@ -179,6 +179,9 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 		pg_atomic_init_u64(&ctl->backstop_skips, 0);
 		pg_atomic_init_u64(&ctl->full_resets, 0);
 		pg_atomic_init_u32(&ctl->max_entries, (uint32) max_entries);
+		dsa_pointer_atomic_init(&ctl->evict_new, InvalidDsaPointer);
+		ctl->evict_front = InvalidDsaPointer;
+		ctl->evict_back = InvalidDsaPointer;
 		pgss_ng_errlimit_init(&ctl->errlimit);
 
 		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,

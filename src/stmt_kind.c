@@ -42,7 +42,7 @@
 static bool stmt_flush_pending(PgssNgEntryRef *ref, bool nowait);
 static void stmt_discard_pending(PgssNgEntryRef *ref);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
-static bool stmt_needs_room(PgssNgKind *kind);
+static bool stmt_needs_room(PgssNgKind *kind, bool starting);
 
 static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
@@ -248,12 +248,12 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 /*
  * stmt_needs_room
  *		needs_room_cb: the text arena is nearly full, evict to make room
- *		(pgss_ng_qtext_needs_room).
+ *		(pgss_ng_qtext_needs_room, with its high- and low-water marks).
  */
 static bool
-stmt_needs_room(PgssNgKind *kind)
+stmt_needs_room(PgssNgKind *kind, bool starting)
 {
-	return pgss_ng_qtext_needs_room();
+	return pgss_ng_qtext_needs_room(starting);
 }
 
 /*
