@@ -34,17 +34,15 @@
  *		the backstop is an atomic compare-and-exchange on the count of
  *		allocated bodies (exact), and the dshash insert under the key's
  *		partition lock settles two backends creating the same key.
- *	  - <name>_alloc (a named LWLock) serializes only the creations that
- *		find live entries at or past max (an eviction is due or running);
- *		it is held while such a body is allocated, initialized and
- *		published, never during a flush.
- *	  - The new entry's eviction node is pushed on a lock-free stack
+ *	  - Creation takes no lock of this layer at or past max either: a
+ *		creator that finds eviction running goes on with its statement.
+ *		The new entry's eviction node is pushed on a lock-free stack
  *		under the partition lock that publishes it.
  *	  - <name>_dealloc serializes removals (eviction, reset) and owns the
- *		eviction queue: see kind_evict.c.  Flushes never wait for it.  A
- *		restore holds it shared around each entry it restores, so that a
- *		full reset comes wholly before or after that entry
- *		(pgss_ng_kind_restore_begin).
+ *		eviction queue: see kind_evict.c.  Flushes and creations never
+ *		wait for it.  A restore holds it shared around each entry it
+ *		restores, so that a full reset comes wholly before or after that
+ *		entry (pgss_ng_kind_restore_begin).
  *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
  *		taken innermost: after every lock of this layer.
  *
@@ -129,10 +127,10 @@ typedef struct PgssNgKindDesc
 	 * Release what the kind data owns (e.g. a query text) when the body is
 	 * freed.  Called by whoever releases the last reference: a flush (no
 	 * lock held), a creation that lost the race for its key (no lock of
-	 * this layer but possibly <name>_alloc, or <name>_dealloc shared for
-	 * a restore), or a reset or eviction (the entry's partition lock held
-	 * exclusively, and <name>_dealloc); nobody else can see the body any
-	 * more.  It may only take locks that come after those (innermost).
+	 * this layer but possibly <name>_dealloc shared for a restore), or a
+	 * reset or eviction (<name>_dealloc held); nobody else can see the
+	 * body any more.  It may only take locks that come after those
+	 * (innermost).
 	 */
 	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
 
@@ -152,10 +150,10 @@ typedef struct PgssNgKindDesc
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
  * query text).  Called before the entry becomes visible, with no lock of
- * this layer held but possibly <name>_alloc (a creation past max) or
- * <name>_dealloc shared (a restore); it should not raise an ERROR, but if
- * it does the body is given back (create_body).  Returns false if
- * something could not be stored (the entry is created all the same).
+ * this layer held but possibly <name>_dealloc shared (a restore); it
+ * should not raise an ERROR, but if it does the body is given back
+ * (create_body).  Returns false if something could not be stored (the
+ * entry is created all the same).
  */
 typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
 									void *arg);

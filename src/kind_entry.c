@@ -14,9 +14,7 @@
  *			   dshash under its partition lock, which settles two backends
  *			   creating the same key; the hash owns one reference, and
  *			   the entry's node goes on the eviction queue's stack of new
- *			   nodes (kind_evict.c).  No global lock below max; at or past
- *			   max, creations take turns under <name>_alloc
- *			   (lookup_or_create).
+ *			   nodes (kind_evict.c).  No global lock, at max or below.
  *	  pending  a backend that counts something for the entry finds it under
  *			   the partition lock, takes a reference and keeps a pending
  *			   entry (key, body, kind's pending data) in its local hash.
@@ -216,11 +214,10 @@ typedef struct CreateArgs
  *
  * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
  * slots exhausted); it leaves the hash consistent but its partition lock(s)
- * held.  The caller holds at most the alloc lock besides (see the file
- * header), so the guard's LWLockReleaseAll() releases exactly those.  Sets
- * ca->he, with its partition lock held, and ca->found; on an ERROR the
- * guard logs it and ca->he stays NULL (all LWLocks then released, the
- * alloc lock included if held).
+ * held.  The caller holds no other LWLock (see the file header), so the
+ * guard's LWLockReleaseAll() releases exactly those.  Sets ca->he, with
+ * its partition lock held, and ca->found; on an ERROR the guard logs it
+ * and ca->he stays NULL (all LWLocks then released).
  */
 static void
 insert_guarded(void *arg)
@@ -242,12 +239,11 @@ insert_guarded(void *arg)
  * reference (still under that lock) and gives its own body back
  * (PGSS_NG_EXISTS).  The winner pushes the entry's eviction node on the
  * stack of new nodes before releasing that lock (kind_push_new: no lock,
- * a compare-and-exchange).  The caller may hold <name>_alloc (past max,
- * see lookup_or_create) or <name>_dealloc shared (a restore) and nothing
- * else of this layer.  Returns PGSS_NG_FULL at the backstop,
- * PGSS_NG_OUT_OF_MEMORY when shared memory ran out or the allocation
- * back-off lasts (every LWLock of the backend is then released if the
- * dshash insert failed: see insert_guarded).
+ * a compare-and-exchange).  The caller holds no lock of this layer but
+ * possibly <name>_dealloc shared (a restore).  Returns PGSS_NG_FULL at
+ * the backstop, PGSS_NG_OUT_OF_MEMORY when shared memory ran out or the
+ * allocation back-off lasts (every LWLock of the backend is then released
+ * if the dshash insert failed: see insert_guarded).
  * Errors: an ERROR from init or dsa mapping propagates, the body given
  * back first.
  */
@@ -293,10 +289,9 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	PG_CATCH();
 	{
 		/*
-		 * Not published: give the body back.  Release the alloc lock (if
-		 * held) and whatever init held first, as free_cb needs them (or,
-		 * under a caller's LWLock, re-throw and leave the body: see
-		 * kind_release_locks_or_rethrow).
+		 * Not published: give the body back.  Release whatever init held
+		 * first, as free_cb needs it (or, under a caller's LWLock,
+		 * re-throw and leave the body: see kind_release_locks_or_rethrow).
 		 */
 		kind_release_locks_or_rethrow();
 		discard_unpublished(kind, body, hdr, np);
@@ -356,13 +351,9 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
  * new entry's data, e.g. its text, finds room).  The callers evict again
  * after a creation.
  *
- * Below max, creation takes no lock of its own (create_body).  A creation
- * that finds live entries at or past max is the one eviction must answer:
- * it takes <name>_alloc exclusively, looks again (created while it
- * waited?) and creates under it, so that creations past max, while an
- * eviction is due or running in another backend, take turns instead of
- * all allocating and storing data at once.  The backstop is exact either
- * way (admit_body).
+ * Creation takes no lock of its own (create_body), at max or below: a
+ * backend that finds another one evicting goes on with its statement, and
+ * the backstop bounds what is created meanwhile, exactly (admit_body).
  * Errors: none raised by this layer; an ERROR from eviction, init or dsa
  * mapping propagates (locks released by the caller's guard).
  */
@@ -374,26 +365,13 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 {
 	CreateArgs	ca = {.kind = kind, .key = key, .init = init, .arg = arg,
 	.want_ref = want_ref, .usage = usage};
-	PgssNgCreateResult r;
 
 	if (find_ref(kind, key, want_ref, body_out, hdr_out))
 		return PGSS_NG_EXISTS;
 
 	pgss_ng_kind_evict(kind);
 
-	if (pg_atomic_read_u32(&kind->ctl->entries_live) <
-		(uint32) kind_max(kind))
-		return create_body(kind, &ca, body_out, hdr_out);
-
-	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);
-	if (find_ref(kind, key, want_ref, body_out, hdr_out))
-		r = PGSS_NG_EXISTS;
-	else
-		r = create_body(kind, &ca, body_out, hdr_out);
-	/* a failed dshash insert released every LWLock, this one included */
-	if (LWLockHeldByMe(kind->alloc_lock))
-		LWLockRelease(kind->alloc_lock);
-	return r;
+	return create_body(kind, &ca, body_out, hdr_out);
 }
 
 /*

@@ -150,7 +150,6 @@ struct PgssNgKind
 	dsa_area   *area;			/* NULL until attached */
 	dshash_table *hash;
 	dshash_parameters hash_params;
-	LWLock	   *alloc_lock;		/* named tranche <name>_alloc */
 	LWLock	   *dealloc_lock;	/* named tranche <name>_dealloc */
 	HTAB	   *pending;		/* key -> [PgssNgEntryRef, pending data] */
 	dlist_head	pending_list;	/* the pending entries' refs, oldest first */

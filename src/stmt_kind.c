@@ -214,10 +214,9 @@ pgss_ng_stmt_count_dropped(int64 n)
  *		Init callback for a new shared entry: store its query text (the
  *		normalized one, or the statement's own part of its source string)
  *		and its timestamps.  Runs before the entry is published, with no
- *		lock of the kind layer held, or under its alloc lock for a creation
- *		past max (see kind.h).  A text that cannot be stored leaves the
- *		entry with query NULL.  Errors: only an out-of-memory ERROR from the
- *		text arena's dedup hash.
+ *		lock of the kind layer held (see kind.h).  A text that cannot be
+ *		stored leaves the entry with query NULL.  Errors: only an
+ *		out-of-memory ERROR from the text arena's dedup hash.
  */
 static bool
 stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
