@@ -238,6 +238,7 @@ typedef struct PgssNgKindCounters
 	int64		dealloc;		/* eviction runs that evicted entries */
 	int64		backstop_skips; /* creations refused at the backstop */
 	int64		entries_evicted;	/* entries evicted */
+	double		eviction_time;	/* ms spent in eviction runs */
 } PgssNgKindCounters;
 
 extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);

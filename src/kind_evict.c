@@ -38,11 +38,12 @@
  * (kind_entry.c) refuses bodies beyond it.
  *
  * Owns: the eviction queue and its nodes, PgssNgKindControl.dealloc
- * (eviction runs that evicted entries, pg_stat_statements' meaning) and
- * entries_evicted (entries they evicted); the usage and usage_time of
- * bodies are written by flushes (kind_entry.c) and read here.  Whoever
- * releases the last reference to a body frees it here (kind_release_ref),
- * counting it out of entries_allocated.
+ * (eviction runs that evicted entries, pg_stat_statements' meaning),
+ * entries_evicted (entries they evicted) and eviction_ns (their time);
+ * the usage and usage_time of bodies are written by flushes
+ * (kind_entry.c) and read here.  Whoever releases the last reference to
+ * a body frees it here (kind_release_ref), counting it out of
+ * entries_allocated.
  *
  * Locking: <name>_dealloc serializes removals (eviction, reset) and owns
  * the queue; eviction takes it conditionally: a backend that finds another
@@ -60,6 +61,7 @@
 #include <math.h>
 
 #include "lib/binaryheap.h"
+#include "portability/instr_time.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -552,7 +554,8 @@ requeue_examined(PgssNgKind *kind, EvictExam *ex)
  * with no lock but <name>_dealloc; victims are then removed one by one
  * (kind_remove_node) and the examined entries requeued
  * (requeue_examined).  A run that evicted entries counts one in
- * dealloc, and each entry it evicted one in entries_evicted.
+ * dealloc, each entry it evicted one in entries_evicted, and its time in
+ * eviction_ns.
  * Memory: a temporary context under CurrentMemoryContext, deleted before
  * returning.  Errors: out of memory (caller's guard releases the locks).
  */
@@ -569,6 +572,8 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	EvictExam	ex;
 	MemoryContext cxt;
 	MemoryContext oldcxt;
+	instr_time	start;
+	instr_time	duration;
 
 	if (pg_atomic_read_u32(&ctl->entries_live) <= (uint32) max)
 	{
@@ -579,6 +584,7 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	}
 	if (!LWLockConditionalAcquire(kind->dealloc_lock, LW_EXCLUSIVE))
 		return;
+	INSTR_TIME_SET_CURRENT(start);
 
 	batch = Max(1, (int) ((int64) max * PGSS_NG_EVICT_PERCENT / 100));
 	if (for_room)
@@ -635,6 +641,11 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	pg_atomic_fetch_add_u64(&ctl->eviction_ns,
+							(uint64) (INSTR_TIME_GET_DOUBLE(duration) * 1e9));
 	LWLockRelease(kind->dealloc_lock);
 }
 

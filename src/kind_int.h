@@ -132,6 +132,7 @@ typedef struct PgssNgKindControl
 									 * it; one value for every process,
 									 * published by the kind's owner
 									 * (pgss_ng_kind_set_max_entries) */
+	pg_atomic_uint64 eviction_ns;	/* time spent in eviction runs */
 	dsa_pointer_atomic evict_new;	/* stack of the nodes of entries
 									 * published since the last run, newest
 									 * first (kind_evict.c) */

@@ -156,6 +156,7 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 	out->dealloc = (int64) pg_atomic_read_u64(&ctl->dealloc);
 	out->entries_evicted = (int64) pg_atomic_read_u64(&ctl->entries_evicted);
 	out->backstop_skips = (int64) pg_atomic_read_u64(&ctl->backstop_skips);
+	out->eviction_time = (double) pg_atomic_read_u64(&ctl->eviction_ns) / 1e6;
 }
 
 /*
@@ -199,7 +200,7 @@ pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 /*
  * pgss_ng_kind_reset_counters
  *		Restart the event counters (dealloc, entries_evicted,
- *		backstop_skips).
+ *		backstop_skips, eviction time).
  */
 void
 pgss_ng_kind_reset_counters(PgssNgKind *kind)
@@ -207,6 +208,7 @@ pgss_ng_kind_reset_counters(PgssNgKind *kind)
 	pg_atomic_write_u64(&kind->ctl->dealloc, 0);
 	pg_atomic_write_u64(&kind->ctl->entries_evicted, 0);
 	pg_atomic_write_u64(&kind->ctl->backstop_skips, 0);
+	pg_atomic_write_u64(&kind->ctl->eviction_ns, 0);
 }
 
 /*

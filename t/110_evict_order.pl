@@ -105,8 +105,8 @@ sub entries_calls
 
 fill(50, 50);
 is($node->safe_psql('postgres',
-		'SELECT entries, dealloc, entries_evicted FROM pgss_ng_info'),
-	'100|0|0', 'max 100: 100 entries, none evicted yet');
+		'SELECT entries, dealloc, entries_evicted, eviction_time FROM pgss_ng_info'),
+	'100|0|0|0', 'max 100: 100 entries, none evicted yet, no time spent evicting');
 
 # The 101st entry, from a fresh session.
 $node->safe_psql('postgres', 'SET pgss_ng.track = top; ' . stmt(101));
@@ -115,6 +115,8 @@ is($node->safe_psql('postgres',
 		'SELECT entries, dealloc, entries_evicted FROM pgss_ng_info'),
 	'96|1|5',
 	'max 100: the 101st entry evicted a batch of 5 in one run (dealloc 1)');
+is($node->safe_psql('postgres', 'SELECT eviction_time > 0 FROM pgss_ng_info'),
+	't', 'max 100: the run\'s time counts in eviction_time');
 is(gone(101), '51-55', 'max 100: the victims are the five oldest cold entries');
 is($node->safe_psql('postgres',
 		"SELECT sum(calls) FROM pgss_ng WHERE query LIKE 'SELECT c%, c% FROM w'"),
@@ -129,8 +131,8 @@ $node->poll_query_until('postgres', 'SHOW pgss_ng.max', '1000')
 
 fill(700, 300);
 is($node->safe_psql('postgres',
-		'SELECT entries, dealloc, entries_evicted FROM pgss_ng_info'),
-	'1000|0|0', 'max 1000: 1000 entries, none evicted yet');
+		'SELECT entries, dealloc, entries_evicted, eviction_time FROM pgss_ng_info'),
+	'1000|0|0|0', 'max 1000: 1000 entries, none evicted yet; the reset restarted eviction_time');
 
 $node->safe_psql('postgres', 'SET pgss_ng.track = top; ' . stmt(1001));
 is($node->safe_psql('postgres',
