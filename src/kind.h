@@ -238,7 +238,7 @@ typedef struct PgssNgKindCounters
 	int64		dealloc;		/* eviction runs that evicted entries */
 	int64		backstop_skips; /* creations refused at the backstop */
 	int64		entries_evicted;	/* entries evicted */
-	double		eviction_time;	/* ms spent in eviction runs */
+	int64		eviction_ns;	/* time spent in eviction runs */
 } PgssNgKindCounters;
 
 extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
@@ -247,7 +247,8 @@ extern int	pgss_ng_kind_max_entries(PgssNgKind *kind);
 extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
 extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 										  int64 entries_evicted,
-										  int64 backstop_skips);
+										  int64 backstop_skips,
+										  int64 eviction_ns);
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
 extern bool pgss_ng_kind_alloc_backing_off(PgssNgKind *kind);
 

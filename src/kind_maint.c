@@ -156,7 +156,7 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 	out->dealloc = (int64) pg_atomic_read_u64(&ctl->dealloc);
 	out->entries_evicted = (int64) pg_atomic_read_u64(&ctl->entries_evicted);
 	out->backstop_skips = (int64) pg_atomic_read_u64(&ctl->backstop_skips);
-	out->eviction_time = (double) pg_atomic_read_u64(&ctl->eviction_ns) / 1e6;
+	out->eviction_ns = (int64) pg_atomic_read_u64(&ctl->eviction_ns);
 }
 
 /*
@@ -188,13 +188,15 @@ pgss_ng_kind_max_entries(PgssNgKind *kind)
  */
 void
 pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
-							  int64 entries_evicted, int64 backstop_skips)
+							  int64 entries_evicted, int64 backstop_skips,
+							  int64 eviction_ns)
 {
 	pg_atomic_fetch_add_u64(&kind->ctl->dealloc, (uint64) dealloc);
 	pg_atomic_fetch_add_u64(&kind->ctl->entries_evicted,
 							(uint64) entries_evicted);
 	pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips,
 							(uint64) backstop_skips);
+	pg_atomic_fetch_add_u64(&kind->ctl->eviction_ns, (uint64) eviction_ns);
 }
 
 /*

@@ -387,7 +387,7 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 		nulls[i++] = true;
 	}
 	values[i++] = Int64GetDatum(info.kind.entries_evicted);
-	values[i++] = Float8GetDatum(info.kind.eviction_time);
+	values[i++] = Float8GetDatum((double) info.kind.eviction_ns / 1e6);
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
