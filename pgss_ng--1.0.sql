@@ -196,7 +196,8 @@ CREATE FUNCTION pgss_ng_info(
     OUT qtext_limit_bytes bigint,
     OUT qtext_count bigint,
     OUT qtext_dropped bigint,
-    OUT entries_evicted bigint
+    OUT entries_evicted bigint,
+    OUT eviction_time float8
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'

@@ -34,14 +34,15 @@
  *		the backstop is an atomic compare-and-exchange on the count of
  *		allocated bodies (exact), and the dshash insert under the key's
  *		partition lock settles two backends creating the same key.
- *	  - <name>_alloc (a named LWLock) serializes only the creations that
- *		find live entries at or past max (an eviction is due or running);
- *		it is held while such a body is allocated, initialized and
- *		published, never during a flush.
- *	  - <name>_dealloc serializes removals (eviction, reset): see
- *		kind_evict.c.  Flushes never wait for it.  A restore holds it
- *		shared around each entry it restores, so that a full reset comes
- *		wholly before or after that entry (pgss_ng_kind_restore_begin).
+ *	  - Creation takes no lock of this layer at or past max either: a
+ *		creator that finds eviction running goes on with its statement.
+ *		The new entry's eviction node is pushed on a lock-free stack
+ *		under the partition lock that publishes it.
+ *	  - <name>_dealloc serializes removals (eviction, reset) and owns the
+ *		eviction queue: see kind_evict.c.  Flushes and creations never
+ *		wait for it.  A restore holds it shared around each entry it
+ *		restores, so that a full reset comes wholly before or after that
+ *		entry (pgss_ng_kind_restore_begin).
  *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
  *		taken innermost: after every lock of this layer.
  *
@@ -126,30 +127,33 @@ typedef struct PgssNgKindDesc
 	 * Release what the kind data owns (e.g. a query text) when the body is
 	 * freed.  Called by whoever releases the last reference: a flush (no
 	 * lock held), a creation that lost the race for its key (no lock of
-	 * this layer but possibly <name>_alloc, or <name>_dealloc shared for
-	 * a restore), or a reset or eviction (the entry's partition lock held
-	 * exclusively, and <name>_dealloc); nobody else can see the body any
-	 * more.  It may only take locks that come after those (innermost).
+	 * this layer but possibly <name>_dealloc shared for a restore), or a
+	 * reset or eviction (<name>_dealloc held); nobody else can see the
+	 * body any more.  It may only take locks that come after those
+	 * (innermost).
 	 */
 	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
 
 	/*
 	 * Optional: whether memory the kind data owns (e.g. a query text
 	 * arena) is short, so that eviction should run even with live entries
-	 * at or below max (pgss_ng_kind_evict).  Called often, with no lock of
-	 * this layer or with <name>_dealloc held; must be cheap and must not
-	 * raise an ERROR.
+	 * at or below max (pgss_ng_kind_evict).  With starting, whether it is
+	 * past its high-water mark (start evicting); without, whether it is
+	 * still past its low-water mark (go on evicting): the gap between the
+	 * two makes evictions for room come in batches.  Called often, with no
+	 * lock of this layer or with <name>_dealloc held; must be cheap and
+	 * must not raise an ERROR.
 	 */
-	bool		(*needs_room_cb) (PgssNgKind *kind);
+	bool		(*needs_room_cb) (PgssNgKind *kind, bool starting);
 } PgssNgKindDesc;
 
 /*
  * Fills the kind data of a shared entry being created (e.g. stores its
  * query text).  Called before the entry becomes visible, with no lock of
- * this layer held but possibly <name>_alloc (a creation past max) or
- * <name>_dealloc shared (a restore); it should not raise an ERROR, but if
- * it does the body is given back (create_body).  Returns false if
- * something could not be stored (the entry is created all the same).
+ * this layer held but possibly <name>_dealloc shared (a restore); it
+ * should not raise an ERROR, but if it does the body is given back
+ * (create_body).  Returns false if something could not be stored (the
+ * entry is created all the same).
  */
 typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
 									void *arg);
@@ -234,6 +238,7 @@ typedef struct PgssNgKindCounters
 	int64		dealloc;		/* eviction runs that evicted entries */
 	int64		backstop_skips; /* creations refused at the backstop */
 	int64		entries_evicted;	/* entries evicted */
+	int64		eviction_ns;	/* time spent in eviction runs */
 } PgssNgKindCounters;
 
 extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
@@ -242,7 +247,8 @@ extern int	pgss_ng_kind_max_entries(PgssNgKind *kind);
 extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
 extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 										  int64 entries_evicted,
-										  int64 backstop_skips);
+										  int64 backstop_skips,
+										  int64 eviction_ns);
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
 extern bool pgss_ng_kind_alloc_backing_off(PgssNgKind *kind);
 

@@ -12,9 +12,9 @@
  *			   is allocated (DSA_ALLOC_NO_OOM), filled by the kind's init
  *			   callback (before anyone can see it), then published in the
  *			   dshash under its partition lock, which settles two backends
- *			   creating the same key; the hash owns one reference.  No
- *			   global lock below max; at or past max, creations take
- *			   turns under <name>_alloc (lookup_or_create).
+ *			   creating the same key; the hash owns one reference, and
+ *			   the entry's node goes on the eviction queue's stack of new
+ *			   nodes (kind_evict.c).  No global lock, at max or below.
  *	  pending  a backend that counts something for the entry finds it under
  *			   the partition lock, takes a reference and keeps a pending
  *			   entry (key, body, kind's pending data) in its local hash.
@@ -114,19 +114,21 @@ admit_body(PgssNgKind *kind)
 
 /*
  * alloc_body
- *		Allocate a zeroed body with DSA_ALLOC_NO_OOM, or return
- *		InvalidDsaPointer: shared memory ran out (which starts or lengthens
- *		the kind's allocation back-off), or it ran out a moment ago and the
- *		back-off still lasts (not even tried: a failed attempt may create
- *		and destroy a DSM segment of megabytes).  A success ends the
- *		back-off.  Called after admit_body(); no lock of this layer needed
- *		(the DSA area takes its own).  Errors: none of its own.
+ *		Allocate a zeroed body and its eviction node (*node_out) with
+ *		DSA_ALLOC_NO_OOM, or return InvalidDsaPointer: shared memory ran out
+ *		(which starts or lengthens the kind's allocation back-off), or it
+ *		ran out a moment ago and the back-off still lasts (not even tried:
+ *		a failed attempt may create and destroy a DSM segment of
+ *		megabytes).  A success ends the back-off.  Called after
+ *		admit_body(); no lock of this layer needed (the DSA area takes its
+ *		own).  Errors: none of its own.
  */
 static dsa_pointer
-alloc_body(PgssNgKind *kind)
+alloc_body(PgssNgKind *kind, dsa_pointer *node_out)
 {
 	PgssNgErrLimit *el = &kind->ctl->errlimit;
 	dsa_pointer body;
+	dsa_pointer node = InvalidDsaPointer;
 
 	if (pgss_ng_errlimit_backing_off(el))
 		return InvalidDsaPointer;
@@ -135,9 +137,22 @@ alloc_body(PgssNgKind *kind)
 								 kind->desc->shared_size,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
 	if (DsaPointerIsValid(body))
+	{
+		node = dsa_allocate_extended(kind->area,
+									 PGSS_NG_NODE_KEY_OFFSET +
+									 kind->desc->key_size,
+									 DSA_ALLOC_NO_OOM);
+		if (!DsaPointerIsValid(node))
+		{
+			dsa_free(kind->area, body);
+			body = InvalidDsaPointer;
+		}
+	}
+	if (DsaPointerIsValid(body))
 		pgss_ng_errlimit_alloc_succeeded(el);
 	else
 		pgss_ng_errlimit_alloc_failed(el);
+	*node_out = node;
 	return body;
 }
 
@@ -158,15 +173,16 @@ pgss_ng_kind_alloc_backing_off(PgssNgKind *kind)
  * discard_unpublished
  *		Give back a body that was admitted, allocated and initialized but
  *		never published (init failed, the insert failed, or another backend
- *		published the same key first): its data is released by the kind's
- *		free callback, its memory and its admission slot are given back.
- *		Called with no lock of this layer held (free_cb may take the
- *		kind's own locks).
+ *		published the same key first), and its eviction node: its data is
+ *		released by the kind's free callback, its memory and its admission
+ *		slot are given back.  Called with no lock of this layer held
+ *		(free_cb may take the kind's own locks).
  */
 static void
 discard_unpublished(PgssNgKind *kind, dsa_pointer body,
-					PgssNgBodyHeader *hdr)
+					PgssNgBodyHeader *hdr, dsa_pointer node)
 {
+	dsa_free(kind->area, node);
 	pg_atomic_write_u32(&hdr->refcount, 0);
 	hdr->removed = PGSS_NG_REMOVED_BY_RESET;
 	kind_free_body(kind, body, hdr);
@@ -198,11 +214,10 @@ typedef struct CreateArgs
  *
  * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
  * slots exhausted); it leaves the hash consistent but its partition lock(s)
- * held.  The caller holds at most the alloc lock besides (see the file
- * header), so the guard's LWLockReleaseAll() releases exactly those.  Sets
- * ca->he, with its partition lock held, and ca->found; on an ERROR the
- * guard logs it and ca->he stays NULL (all LWLocks then released, the
- * alloc lock included if held).
+ * held.  The caller holds no other LWLock (see the file header), so the
+ * guard's LWLockReleaseAll() releases exactly those.  Sets ca->he, with
+ * its partition lock held, and ca->found; on an ERROR the guard logs it
+ * and ca->he stays NULL (all LWLocks then released).
  */
 static void
 insert_guarded(void *arg)
@@ -222,12 +237,13 @@ insert_guarded(void *arg)
  * under the key's partition lock, settles two backends creating the same
  * key at once: the loser finds the winner's element there, takes its
  * reference (still under that lock) and gives its own body back
- * (PGSS_NG_EXISTS).  The caller may hold <name>_alloc (past max, see
- * lookup_or_create) or <name>_dealloc shared (a restore) and nothing else
- * of this layer.  Returns PGSS_NG_FULL at the backstop,
- * PGSS_NG_OUT_OF_MEMORY when shared memory ran out or the allocation
- * back-off lasts (every LWLock of the backend is then released if the
- * dshash insert failed: see insert_guarded).
+ * (PGSS_NG_EXISTS).  The winner pushes the entry's eviction node on the
+ * stack of new nodes before releasing that lock (kind_push_new: no lock,
+ * a compare-and-exchange).  The caller holds no lock of this layer but
+ * possibly <name>_dealloc shared (a restore).  Returns PGSS_NG_FULL at
+ * the backstop, PGSS_NG_OUT_OF_MEMORY when shared memory ran out or the
+ * allocation back-off lasts (every LWLock of the backend is then released
+ * if the dshash insert failed: see insert_guarded).
  * Errors: an ERROR from init or dsa mapping propagates, the body given
  * back first.
  */
@@ -239,11 +255,13 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	PgssNgHashEntry *tail;
 	dsa_pointer body;
 	PgssNgBodyHeader *hdr;
+	dsa_pointer np;
+	PgssNgEvictNode *node;
 
 	if (!admit_body(kind))
 		return PGSS_NG_FULL;
 
-	body = alloc_body(kind);
+	body = alloc_body(kind, &np);
 	if (!DsaPointerIsValid(body))
 	{
 		pg_atomic_fetch_sub_u32(&ctl->entries_allocated, 1);
@@ -257,6 +275,11 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	hdr->generation = pg_atomic_fetch_add_u64(&ctl->next_generation, 1);
 	hdr->usage = ca->usage;
 	hdr->usage_time = GetCurrentTimestamp();
+	node = dsa_get_address(kind->area, np);
+	node->prev = InvalidDsaPointer;
+	node->next = InvalidDsaPointer;
+	node->body = body;
+	memcpy(PgssNgNodeKey(node), ca->key, kind->desc->key_size);
 
 	PG_TRY();
 	{
@@ -266,13 +289,12 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	PG_CATCH();
 	{
 		/*
-		 * Not published: give the body back.  Release the alloc lock (if
-		 * held) and whatever init held first, as free_cb needs them (or,
-		 * under a caller's LWLock, re-throw and leave the body: see
-		 * kind_release_locks_or_rethrow).
+		 * Not published: give the body back.  Release whatever init held
+		 * first, as free_cb needs it (or, under a caller's LWLock,
+		 * re-throw and leave the body: see kind_release_locks_or_rethrow).
 		 */
 		kind_release_locks_or_rethrow();
-		discard_unpublished(kind, body, hdr);
+		discard_unpublished(kind, body, hdr, np);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -282,7 +304,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 							insert_guarded, ca))
 	{
 		/* not published; the guard released every LWLock */
-		discard_unpublished(kind, body, hdr);
+		discard_unpublished(kind, body, hdr, np);
 		return PGSS_NG_OUT_OF_MEMORY;
 	}
 
@@ -295,11 +317,10 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 		if (ca->want_ref)
 			pg_atomic_fetch_add_u32(&(*hdr_out)->refcount, 1);
 		dshash_release_lock(kind->hash, ca->he);
-		discard_unpublished(kind, body, hdr);
+		discard_unpublished(kind, body, hdr, np);
 		return PGSS_NG_EXISTS;
 	}
 	tail->body = body;
-	tail->generation = hdr->generation;
 
 	/*
 	 * Count the entry before its partition lock is released: from then on
@@ -309,6 +330,8 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	 * wrap it round to 2^32 - 1).
 	 */
 	pg_atomic_fetch_add_u32(&ctl->entries_live, 1);
+	/* likewise its node: whoever removes the entry finds it on the queue */
+	kind_push_new(kind, np, node);
 	dshash_release_lock(kind->hash, ca->he);
 
 	*body_out = body;
@@ -328,13 +351,9 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
  * new entry's data, e.g. its text, finds room).  The callers evict again
  * after a creation.
  *
- * Below max, creation takes no lock of its own (create_body).  A creation
- * that finds live entries at or past max is the one eviction must answer:
- * it takes <name>_alloc exclusively, looks again (created while it
- * waited?) and creates under it, so that creations past max, while an
- * eviction is due or running in another backend, take turns instead of
- * all allocating and storing data at once.  The backstop is exact either
- * way (admit_body).
+ * Creation takes no lock of its own (create_body), at max or below: a
+ * backend that finds another one evicting goes on with its statement, and
+ * the backstop bounds what is created meanwhile, exactly (admit_body).
  * Errors: none raised by this layer; an ERROR from eviction, init or dsa
  * mapping propagates (locks released by the caller's guard).
  */
@@ -346,26 +365,13 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 {
 	CreateArgs	ca = {.kind = kind, .key = key, .init = init, .arg = arg,
 	.want_ref = want_ref, .usage = usage};
-	PgssNgCreateResult r;
 
 	if (find_ref(kind, key, want_ref, body_out, hdr_out))
 		return PGSS_NG_EXISTS;
 
 	pgss_ng_kind_evict(kind);
 
-	if (pg_atomic_read_u32(&kind->ctl->entries_live) <
-		(uint32) kind_max(kind))
-		return create_body(kind, &ca, body_out, hdr_out);
-
-	LWLockAcquire(kind->alloc_lock, LW_EXCLUSIVE);
-	if (find_ref(kind, key, want_ref, body_out, hdr_out))
-		r = PGSS_NG_EXISTS;
-	else
-		r = create_body(kind, &ca, body_out, hdr_out);
-	/* a failed dshash insert released every LWLock, this one included */
-	if (LWLockHeldByMe(kind->alloc_lock))
-		LWLockRelease(kind->alloc_lock);
-	return r;
+	return create_body(kind, &ca, body_out, hdr_out);
 }
 
 /*

@@ -2,38 +2,57 @@
  *
  * kind_evict.c
  *	  How a kind's shared entries go: the removal of an entry (out of the
- *	  hash, marked, its hash reference released), the refcounted free of
- *	  its body, and what bounds the entries: the usage of an entry (its
- *	  eviction value), eviction of the least valuable entries when live
- *	  entries exceed max or the kind's own memory is short, and the
- *	  backstop on allocated bodies.  The lowest file of the layer: it
- *	  calls no other file of it.
+ *	  hash, marked, its eviction node freed, its hash reference released),
+ *	  the refcounted free of its body, and what bounds the entries: the
+ *	  usage of an entry (its eviction value), the eviction queue, eviction
+ *	  of the least valuable entries it shows when live entries exceed max
+ *	  or the kind's own memory is short, and the backstop on allocated
+ *	  bodies.  The lowest file of the layer: it calls no other file of it.
  *
  * Usage is 1 at creation plus the uses its flushes reported, halving every
- * PGSS_NG_USAGE_HALF_LIFE_MS.  When live entries exceed max, the least
- * valuable PGSS_NG_EVICT_PERCENT percent of max go (more when the excess
- * is larger).  Below max, when the kind's needs_room_cb says memory its
- * data owns is short (a full text arena), the least valuable go, in the
- * same order, until it no longer says so, at most PGSS_NG_EVICT_PERCENT
- * percent of the live entries per call.  Entries some backend holds a
- * reference to are not candidates.  The backstop (kind_backstop) caps
- * live + removed bodies not yet freed; creation (kind_entry.c) refuses
- * bodies beyond it.
+ * PGSS_NG_USAGE_HALF_LIFE_MS.
  *
- * Owns: PgssNgKindControl.dealloc (eviction runs that evicted entries,
- * pg_stat_statements' meaning) and entries_evicted (entries they
- * evicted); the usage and usage_time of bodies are written by flushes
- * (kind_entry.c) and read here.  Whoever releases the last reference to a body frees it here
- * (kind_release_ref), counting it out of entries_allocated.
+ * The eviction queue holds one node (PgssNgEvictNode: key and body) per
+ * live entry.  A creator pushes its entry's node on a lock-free stack of
+ * new nodes (kind_push_new) under the partition lock that publishes the
+ * entry; an eviction run moves that stack to the queue's front
+ * (kind_take_new).  A run then examines the queue from its front: the
+ * entries created since the last run, the candidates the last run left
+ * (its pool), then the entries examined longest ago, at most
+ * Max(PGSS_NG_EVICT_VISIT_MIN, PGSS_NG_EVICT_VISIT_FACTOR * wanted) in
+ * all.  It evicts the least valuable of those, puts the next least
+ * valuable back at the front as the next run's pool, and moves the other
+ * examined entries to the back: a clock whose hand is the queue's front,
+ * which sees every new entry in the run that follows its creation.  So a
+ * run costs O(entries it evicts), however many entries there are.
  *
- * Locking: <name>_dealloc serializes removals (eviction, reset); eviction
- * takes it conditionally: a backend that finds another one evicting goes
- * on with its statement.  The victim scan holds each partition lock shared
- * only while it reads that partition (no entry lock); victims are sorted
- * with no lock but <name>_dealloc held, and removed one at a time under
- * their partition lock, then their entry lock (kind_mark_removed),
- * checking the generation so that an entry re-created meanwhile is not
- * removed.  Flushes never wait for <name>_dealloc.
+ * When live entries exceed max, a run evicts down to max minus
+ * PGSS_NG_EVICT_PERCENT percent of it (more when the excess is larger).
+ * Below max, when the kind's needs_room_cb says memory its data owns is
+ * past its high-water mark (a full text arena), a run evicts in the same
+ * order until it is below its low-water mark, at most
+ * PGSS_NG_EVICT_PERCENT percent of max per run (hysteresis: one run per
+ * the gap between the marks, not one per new entry).  Entries some
+ * backend holds a reference to are not candidates.  The backstop
+ * (kind_backstop) caps live + removed bodies not yet freed; creation
+ * (kind_entry.c) refuses bodies beyond it.
+ *
+ * Owns: the eviction queue and its nodes, PgssNgKindControl.dealloc
+ * (eviction runs that evicted entries, pg_stat_statements' meaning),
+ * entries_evicted (entries they evicted) and eviction_ns (their time);
+ * the usage and usage_time of bodies are written by flushes
+ * (kind_entry.c) and read here.  Whoever releases the last reference to
+ * a body frees it here (kind_release_ref), counting it out of
+ * entries_allocated.
+ *
+ * Locking: <name>_dealloc serializes removals (eviction, reset) and owns
+ * the queue; eviction takes it conditionally: a backend that finds another
+ * one evicting goes on with its statement.  Pushing a new node takes no
+ * lock (a compare-and-exchange on the stack's head).  A run reads the
+ * examined bodies' refcount and usage without a lock, sorts with no lock
+ * but <name>_dealloc, and removes victims one at a time under their
+ * partition lock, then their entry lock (kind_mark_removed).  Flushes
+ * never wait for <name>_dealloc.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +61,7 @@
 #include <math.h>
 
 #include "lib/binaryheap.h"
+#include "portability/instr_time.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -101,12 +121,12 @@ kind_forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
 	kind_release_ref(kind, body, hdr);
 }
 
-/* One eviction candidate. */
+/* One eviction candidate: an examined entry nobody held a reference to. */
 typedef struct EvictCandidate
 {
 	double		value;
 	uint64		generation;
-	int			keyno;			/* index into the candidate key array */
+	dsa_pointer node;			/* its node; invalid once evicted */
 } EvictCandidate;
 
 /*
@@ -137,46 +157,200 @@ kind_backstop(PgssNgKind *kind)
 	return max + Min(max, PGSS_NG_BACKSTOP_MAX_EXTRA);
 }
 
+#define NODE(kind, np) ((PgssNgEvictNode *) dsa_get_address((kind)->area, (np)))
+
 /*
- * evict_victim
- *		Evict one entry chosen by pgss_ng_kind_evict(), unless it was
- *		re-created since the scan (another generation) or a backend took a
- *		reference to it since.  Returns whether it was evicted.  Locks: its
- *		partition lock exclusively, then its entry lock.
+ * node_map
+ *		Make sure node np (if valid) is mapped in this backend.
+ *		dsa_get_address() raises an ERROR when it cannot map a segment, so
+ *		the queue code maps every node it will write to before its first
+ *		write: once the queue's links change, nothing can fail until they
+ *		are consistent again.
  */
-static bool
-evict_victim(PgssNgKind *kind, const void *key, uint64 generation)
+static inline void
+node_map(PgssNgKind *kind, dsa_pointer np)
 {
+	if (DsaPointerIsValid(np))
+		(void) dsa_get_address(kind->area, np);
+}
+
+/*
+ * kind_push_new
+ *		Put the node np (at node) of an entry being published on the stack
+ *		of new nodes.  Called by the creator with the entry's partition lock
+ *		held, so that a reset or an eviction, which needs that lock to
+ *		remove the entry, finds its node.  No other lock: a
+ *		compare-and-exchange on the stack's head.
+ */
+void
+kind_push_new(PgssNgKind *kind, dsa_pointer np, PgssNgEvictNode *node)
+{
+	dsa_pointer head = dsa_pointer_atomic_read(&kind->ctl->evict_new);
+
+	do
+		node->next = head;
+	while (!dsa_pointer_atomic_compare_exchange(&kind->ctl->evict_new,
+												&head, np));
+}
+
+/*
+ * queue_push_front
+ *		Put the chain of nodes first .. last (linked by next, and by prev
+ *		but for first; not in the queue) at the queue's front.
+ *		<name>_dealloc held.
+ */
+static void
+queue_push_front(PgssNgKind *kind, dsa_pointer first, dsa_pointer last)
+{
+	PgssNgKindControl *ctl = kind->ctl;
+
+	NODE(kind, first)->prev = InvalidDsaPointer;
+	NODE(kind, last)->next = ctl->evict_front;
+	if (DsaPointerIsValid(ctl->evict_front))
+		NODE(kind, ctl->evict_front)->prev = last;
+	else
+		ctl->evict_back = last;
+	ctl->evict_front = first;
+}
+
+/*
+ * kind_take_new
+ *		Move the stack of new nodes to the front of the eviction queue,
+ *		newest first.  The stack is walked (setting each node's prev, which
+ *		nobody else reads) before it is taken with a compare-and-exchange;
+ *		nodes pushed meanwhile are walked in turn, down to the part already
+ *		walked.  So an ERROR while mapping a node leaves the stack whole,
+ *		and once it is taken only pointer writes to mapped nodes remain.
+ *		Costs one step per entry created since the last call.
+ *		<name>_dealloc held.
+ */
+void
+kind_take_new(PgssNgKind *kind)
+{
+	PgssNgKindControl *ctl = kind->ctl;
+	dsa_pointer first = dsa_pointer_atomic_read(&ctl->evict_new);
+	dsa_pointer walked = InvalidDsaPointer;	/* top of the part walked */
+	dsa_pointer oldest = InvalidDsaPointer;
+
+	if (!DsaPointerIsValid(first))
+		return;
+	node_map(kind, ctl->evict_front);
+	do
+	{
+		dsa_pointer newer = InvalidDsaPointer;
+		dsa_pointer np;
+
+		for (np = first; np != walked; np = NODE(kind, np)->next)
+		{
+			NODE(kind, np)->prev = newer;
+			newer = np;
+		}
+		if (DsaPointerIsValid(walked))
+			NODE(kind, walked)->prev = newer;
+		else
+			oldest = newer;
+		walked = first;
+	} while (!dsa_pointer_atomic_compare_exchange(&ctl->evict_new, &first,
+												  InvalidDsaPointer));
+
+	queue_push_front(kind, first, oldest);
+}
+
+/*
+ * queue_unlink
+ *		Take node np out of the eviction queue.  <name>_dealloc held.
+ */
+static void
+queue_unlink(PgssNgKind *kind, dsa_pointer np)
+{
+	PgssNgKindControl *ctl = kind->ctl;
+	PgssNgEvictNode *node = NODE(kind, np);
+
+	if (DsaPointerIsValid(node->prev))
+		NODE(kind, node->prev)->next = node->next;
+	else
+		ctl->evict_front = node->next;
+	if (DsaPointerIsValid(node->next))
+		NODE(kind, node->next)->prev = node->prev;
+	else
+		ctl->evict_back = node->prev;
+}
+
+/*
+ * queue_front_to_back
+ *		Move the queue's front up to (not including) node rest to its back,
+ *		in their order: rest becomes the front.  Nothing to do when rest is
+ *		invalid (the whole queue) or the front.  <name>_dealloc held.
+ */
+static void
+queue_front_to_back(PgssNgKind *kind, dsa_pointer rest)
+{
+	PgssNgKindControl *ctl = kind->ctl;
+	dsa_pointer first = ctl->evict_front;
+	dsa_pointer last;
+
+	if (!DsaPointerIsValid(rest) || rest == first)
+		return;
+	last = NODE(kind, rest)->prev;
+	NODE(kind, rest)->prev = InvalidDsaPointer;
+	NODE(kind, last)->next = InvalidDsaPointer;
+	NODE(kind, first)->prev = ctl->evict_back;
+	NODE(kind, ctl->evict_back)->next = first;
+	ctl->evict_front = rest;
+	ctl->evict_back = last;
+}
+
+/*
+ * kind_remove_node
+ *		Remove the entry of the eviction queue's node np from the hash for
+ *		reason (an eviction: only if no backend holds a reference to it; a
+ *		reset: always), take its node out of the queue and free it, and
+ *		release the hash's reference to the body.  Returns whether it was
+ *		removed.  Locks: <name>_dealloc held by the caller; the entry's
+ *		partition lock exclusively, then its entry lock
+ *		(kind_mark_removed); free_cb runs with only <name>_dealloc held.
+ *		The queue is consistent before anything that may raise an ERROR
+ *		(freeing) runs, and the nodes its unlinking writes to are mapped
+ *		before the entry is touched.
+ */
+bool
+kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
+{
+	PgssNgEvictNode *node = NODE(kind, np);
 	void	   *he;
-	PgssNgHashEntry *tail;
-	dsa_pointer body;
+	dsa_pointer body = node->body;
 	PgssNgBodyHeader *hdr;
 
-	he = dshash_find(kind->hash, key, true);
-	if (he == NULL)
-		return false;
-	tail = HASH_TAIL(kind, he);
-	if (tail->generation != generation)
+	/* queue_unlink below writes to the neighbours */
+	node_map(kind, node->prev);
+	node_map(kind, node->next);
+	he = dshash_find(kind->hash, PgssNgNodeKey(node), true);
+	if (he == NULL || HASH_TAIL(kind, he)->body != body)
 	{
-		dshash_release_lock(kind->hash, he);
-		return false;
+		/* every queued node's entry is in the hash */
+		if (he != NULL)
+			dshash_release_lock(kind->hash, he);
+		elog(ERROR, "%s: the entry of an eviction node is not in the hash",
+			 kind->desc->name);
 	}
-	body = tail->body;
 	hdr = dsa_get_address(kind->area, body);
 
 	/*
-	 * Referenced since the scan: a backend is counting into it.  With the
+	 * An eviction leaves an entry a backend is counting into.  With the
 	 * partition lock held exclusively no reference can be taken now, so
 	 * this test is exact.
 	 */
-	if (pg_atomic_read_u32(&hdr->refcount) > 1)
+	if (reason == PGSS_NG_REMOVED_BY_EVICTION &&
+		pg_atomic_read_u32(&hdr->refcount) > 1)
 	{
 		dshash_release_lock(kind->hash, he);
 		return false;
 	}
 
-	kind_mark_removed(hdr, PGSS_NG_REMOVED_BY_EVICTION);
+	kind_mark_removed(hdr, reason);
 	dshash_delete_entry(kind->hash, he);
+	queue_unlink(kind, np);
+	dsa_free(kind->area, np);
 	kind_forget_body(kind, body, hdr);
 	return true;
 }
@@ -201,8 +375,8 @@ candidate_order(const EvictCandidate *a, const EvictCandidate *b)
 /*
  * candidate_cmp
  *		qsort comparator of the kept candidates (candidate_order).  Called
- *		only by the sort after the scan, with no partition lock held (the
- *		scan's heap has its own comparator, candidate_heap_cmp).
+ *		only by the sort after the examination (whose heap has its own
+ *		comparator, candidate_heap_cmp).
  */
 static int
 candidate_cmp(const void *a, const void *b)
@@ -213,8 +387,8 @@ candidate_cmp(const void *a, const void *b)
 
 /*
  * candidate_heap_cmp
- *		binaryheap comparator of the scan's heap, whose nodes point to
- *		candidates: the most valuable candidate kept is the heap's first.
+ *		binaryheap comparator of the examination's heap, whose nodes point
+ *		to candidates: the most valuable candidate kept is the heap's first.
  */
 static int
 candidate_heap_cmp(Datum a, Datum b, void *arg)
@@ -224,136 +398,164 @@ candidate_heap_cmp(Datum a, Datum b, void *arg)
 }
 
 /*
- * What the victim scan of pgss_ng_kind_evict collects: the "keep" least
- * valuable unreferenced entries seen.  Candidate i is cands[i] and its key
- * is at keys + i * key_size (keyno = i); heap holds pointers to the used
- * candidates, the most valuable first (the first to be replaced by a less
+ * What a run's examination of the queue collects: the "keep" least
+ * valuable unreferenced entries seen, in cands; heap holds pointers to the
+ * used slots, the most valuable first (the first to be replaced by a less
  * valuable one).
  */
-typedef struct EvictScan
+typedef struct EvictExam
 {
 	EvictCandidate *cands;		/* keep slots, ncand of them used */
-	char	   *keys;			/* keep keys, key_size bytes each */
 	binaryheap *heap;			/* the used slots */
 	int			keep;			/* capacity */
 	int			ncand;
-	int			npinned;		/* entries skipped: referenced */
-} EvictScan;
+	int			nvisited;		/* entries examined */
+	int			npinned;		/* of which referenced */
+	dsa_pointer rest;			/* first node not examined, or invalid */
+} EvictExam;
 
 /*
- * scan_offer
- *		Offer candidate c, whose key is key, to the scan: kept while there
- *		is room, otherwise in place of the most valuable candidate kept if
- *		it is less valuable (and left out if not).
+ * exam_offer
+ *		Offer candidate c to the examination: kept while there is room,
+ *		otherwise in place of the most valuable candidate kept if it is
+ *		less valuable (and left out if not).
  */
 static void
-scan_offer(EvictScan *scan, const EvictCandidate *c, const void *key,
-		   Size ksz)
+exam_offer(EvictExam *ex, const EvictCandidate *c)
 {
 	EvictCandidate *slot;
 
-	if (scan->ncand < scan->keep)
+	if (ex->ncand < ex->keep)
 	{
-		slot = &scan->cands[scan->ncand];
+		slot = &ex->cands[ex->ncand++];
 		*slot = *c;
-		slot->keyno = scan->ncand++;
-		binaryheap_add(scan->heap, PointerGetDatum(slot));
+		binaryheap_add(ex->heap, PointerGetDatum(slot));
 	}
 	else
 	{
 		slot = (EvictCandidate *)
-			DatumGetPointer(binaryheap_first(scan->heap));
+			DatumGetPointer(binaryheap_first(ex->heap));
 		if (candidate_order(c, slot) >= 0)
 			return;
 		*slot = *c;
-		slot->keyno = slot - scan->cands;
-		binaryheap_replace_first(scan->heap, PointerGetDatum(slot));
+		binaryheap_replace_first(ex->heap, PointerGetDatum(slot));
 	}
-	memcpy(scan->keys + ksz * slot->keyno, key, ksz);
 }
 
 /*
- * scan_candidates
- *		Keep (key, generation, decayed usage) of the keep least valuable
- *		entries nobody holds a reference to in scan (a bounded heap,
- *		PostgreSQL's binaryheap: one eviction wants a batch of a few
- *		percent of the entries, so a full sort of all of them is not
- *		needed), and count the referenced ones.  Holds each partition lock
- *		shared only while reading it and no entry lock (usage is read
- *		unlocked: a heuristic may read a value a flush is updating).
- *		Memory: CurrentMemoryContext.  Errors: out of memory.
+ * examine_queue
+ *		Examine up to budget entries from the eviction queue's front and
+ *		keep (decayed usage, generation, node) of the keep least valuable
+ *		ones nobody holds a reference to (a bounded heap, PostgreSQL's
+ *		binaryheap), counting the referenced ones.  Reads refcount and
+ *		usage without a lock (a heuristic may read a value a flush is
+ *		updating); the queue's bodies cannot be freed meanwhile: their
+ *		entries are in the hash, and only the holder of <name>_dealloc
+ *		removes them.  Memory: CurrentMemoryContext.  Errors: out of
+ *		memory.
  */
 static void
-scan_candidates(PgssNgKind *kind, EvictScan *scan, int keep)
+examine_queue(PgssNgKind *kind, EvictExam *ex, int keep, int budget)
 {
-	Size		ksz = kind->desc->key_size;
-	dshash_seq_status status;
-	void	   *he;
 	TimestampTz now = GetCurrentTimestamp();
+	dsa_pointer np;
+	dsa_pointer prev PG_USED_FOR_ASSERTS_ONLY = InvalidDsaPointer;
 
-	/* never more than there can be entries */
-	keep = Min(keep,
-			   (int) pg_atomic_read_u32(&kind->ctl->entries_allocated) + 64);
-	scan->keep = Max(keep, 1);
-	scan->cands = palloc_extended(sizeof(EvictCandidate) * scan->keep,
-								  MCXT_ALLOC_HUGE);
-	scan->keys = palloc_extended(ksz * scan->keep, MCXT_ALLOC_HUGE);
-	scan->heap = binaryheap_allocate(scan->keep, candidate_heap_cmp, NULL);
-	scan->ncand = 0;
-	scan->npinned = 0;
+	ex->keep = Max(keep, 1);
+	ex->cands = palloc_extended(sizeof(EvictCandidate) * ex->keep,
+								MCXT_ALLOC_HUGE);
+	ex->heap = binaryheap_allocate(ex->keep, candidate_heap_cmp, NULL);
+	ex->ncand = 0;
+	ex->nvisited = 0;
+	ex->npinned = 0;
 
-	dshash_seq_init(&status, kind->hash, false);
-	while ((he = dshash_seq_next(&status)) != NULL)
+	for (np = kind->ctl->evict_front;
+		 DsaPointerIsValid(np) && ex->nvisited < budget;
+		 np = NODE(kind, np)->next)
 	{
-		PgssNgHashEntry *tail = HASH_TAIL(kind, he);
-		PgssNgBodyHeader *hdr = dsa_get_address(kind->area, tail->body);
+		PgssNgEvictNode *node = NODE(kind, np);
+		PgssNgBodyHeader *hdr = dsa_get_address(kind->area, node->body);
 		EvictCandidate c;
 
+		Assert(node->prev == prev);
+		prev = np;
+		ex->nvisited++;
 		/* referenced: some backend is counting into it right now */
 		if (pg_atomic_read_u32(&hdr->refcount) > 1)
 		{
-			scan->npinned++;
+			ex->npinned++;
 			continue;
 		}
-
 		c.value = kind_decayed_usage(hdr->usage, hdr->usage_time, now);
-		c.generation = tail->generation;
-		scan_offer(scan, &c, he, ksz);
+		c.generation = hdr->generation;
+		c.node = np;
+		exam_offer(ex, &c);
 	}
-	dshash_seq_term(&status);
+	ex->rest = np;
+	/* requeue_examined writes to these two, and to examined nodes */
+	node_map(kind, ex->rest);
+	node_map(kind, kind->ctl->evict_back);
 }
 
 /*
  * needs_room
  *		Whether the kind says its own memory is short (needs_room_cb; false
- *		for a kind without one).
+ *		for a kind without one): past its high-water mark when starting a
+ *		run, past its low-water mark when going on with one.
  */
 static bool
-needs_room(PgssNgKind *kind)
+needs_room(PgssNgKind *kind, bool starting)
 {
 	return kind->desc->needs_room_cb != NULL &&
-		kind->desc->needs_room_cb(kind);
+		kind->desc->needs_room_cb(kind, starting);
+}
+
+/*
+ * requeue_examined
+ *		After the victims of a run: the candidates left (ex->cands, sorted,
+ *		the evicted ones invalid) go to the queue's front, least
+ *		valuable first, as the next run's pool; the other examined entries
+ *		(referenced, or more valuable) go to its back, in their order.
+ *		Pointer moves between nodes examine_queue mapped: no ERROR.
+ *		<name>_dealloc held.
+ */
+static void
+requeue_examined(PgssNgKind *kind, EvictExam *ex)
+{
+	int			i;
+
+	for (i = 0; i < ex->ncand; i++)
+		if (DsaPointerIsValid(ex->cands[i].node))
+			queue_unlink(kind, ex->cands[i].node);
+	queue_front_to_back(kind, ex->rest);
+	for (i = ex->ncand - 1; i >= 0; i--)
+		if (DsaPointerIsValid(ex->cands[i].node))
+			queue_push_front(kind, ex->cands[i].node, ex->cands[i].node);
 }
 
 /*
  * pgss_ng_kind_evict
- *		If live entries exceed max, evict the least valuable ones down to
- *		max minus PGSS_NG_EVICT_PERCENT percent.  Below max, if the kind
- *		says its own memory is short (needs_room_cb, e.g. a full text
- *		arena), evict the least valuable ones too, in the same order, until
- *		it no longer says so or PGSS_NG_EVICT_PERCENT percent of the live
- *		entries are gone (bounded work per call).
+ *		If live entries exceed max, evict the least valuable entries the
+ *		eviction queue shows, down to max minus PGSS_NG_EVICT_PERCENT
+ *		percent.  Below max, if the kind says its own memory is past its
+ *		high-water mark (needs_room_cb, e.g. a full text arena), evict the
+ *		least valuable ones too, in the same order, until it is below its
+ *		low-water mark or PGSS_NG_EVICT_PERCENT percent of max are gone
+ *		(bounded work per call).
  *
  * Serialized by <name>_dealloc, taken without waiting: if another backend
  * is evicting, return at once (the backstop bounds what is allocated
- * meanwhile).  The scan (scan_candidates) holds one partition lock at a
- * time, shared, and keeps the least valuable entries, a quarter more
- * than wanted (a victim may be gone or in use by the time it is
- * removed; if more than that are, this round evicts fewer and a later
- * one the rest); their sort runs with no lock but <name>_dealloc;
- * victims are then removed one by one (evict_victim).  A run that
- * evicted entries counts one in dealloc, and each entry it evicted one in
- * entries_evicted.
+ * meanwhile).  The new entries are moved to the queue's front
+ * (kind_take_new), then up to Max(PGSS_NG_EVICT_VISIT_MIN,
+ * PGSS_NG_EVICT_VISIT_FACTOR * wanted) entries are examined from it
+ * (examine_queue), keeping the least valuable, a quarter more than wanted
+ * (a victim may be in use by the time it is removed; if more than that
+ * are, this run evicts fewer and a later one the rest); their sort runs
+ * with no lock but <name>_dealloc; victims are then removed one by one
+ * (kind_remove_node) and the examined entries requeued
+ * (requeue_examined).  A run that evicted entries counts one in
+ * dealloc, each entry it evicted one in entries_evicted, and its time in
+ * eviction_ns.
  * Memory: a temporary context under CurrentMemoryContext, deleted before
  * returning.  Errors: out of memory (caller's guard releases the locks).
  */
@@ -361,34 +563,32 @@ void
 pgss_ng_kind_evict(PgssNgKind *kind)
 {
 	PgssNgKindControl *ctl = kind->ctl;
-	Size		ksz = kind->desc->key_size;
 	int			max = kind_max(kind);
 	int			batch;
 	int			nwant;
 	int			nevicted = 0;
 	int			i;
 	bool		for_room = false;
-	EvictScan	scan;
+	EvictExam	ex;
 	MemoryContext cxt;
 	MemoryContext oldcxt;
+	instr_time	start;
+	instr_time	duration;
 
 	if (pg_atomic_read_u32(&ctl->entries_live) <= (uint32) max)
 	{
 		/* below max: evict only if the kind's own memory is short */
-		if (!needs_room(kind))
+		if (!needs_room(kind, true))
 			return;
 		for_room = true;
 	}
 	if (!LWLockConditionalAcquire(kind->dealloc_lock, LW_EXCLUSIVE))
 		return;
+	INSTR_TIME_SET_CURRENT(start);
 
 	batch = Max(1, (int) ((int64) max * PGSS_NG_EVICT_PERCENT / 100));
 	if (for_room)
-	{
-		/* at most a batch of the live entries, until there is room */
-		nwant = Max(1, (int) ((int64) pg_atomic_read_u32(&ctl->entries_live) *
-							  PGSS_NG_EVICT_PERCENT / 100));
-	}
+		nwant = batch;			/* at most, until there is room */
 	else
 		nwant = (int) pg_atomic_read_u32(&ctl->entries_live) - (max - batch);
 	if (nwant <= 0)
@@ -402,9 +602,13 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	MemoryContextSetIdentifier(cxt, kind->desc->name);
 	oldcxt = MemoryContextSwitchTo(cxt);
 
-	/* a quarter more than wanted: some may be gone or in use by then */
-	scan_candidates(kind, &scan, nwant + nwant / 4 + 16);
-	qsort(scan.cands, scan.ncand, sizeof(EvictCandidate), candidate_cmp);
+	kind_take_new(kind);
+	/* a quarter more than wanted: some may be in use by then */
+	examine_queue(kind, &ex, nwant + nwant / 4 + 16,
+				  Max(PGSS_NG_EVICT_VISIT_MIN,
+					  (int) Min((int64) nwant * PGSS_NG_EVICT_VISIT_FACTOR,
+								PG_INT32_MAX)));
+	qsort(ex.cands, ex.ncand, sizeof(EvictCandidate), candidate_cmp);
 
 	/*
 	 * Entries pinned by references cannot go: count them as kept, so that
@@ -415,17 +619,20 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	if (!for_room)
 		nwant = Min(nwant,
 					Max(batch, (int) pg_atomic_read_u32(&ctl->entries_live) -
-						max - scan.npinned));
+						max - ex.npinned));
 
-	for (i = 0; i < scan.ncand && nevicted < nwant; i++)
+	for (i = 0; i < ex.ncand && nevicted < nwant; i++)
 	{
-		if (evict_victim(kind, scan.keys + ksz * scan.cands[i].keyno,
-						 scan.cands[i].generation))
-			nevicted++;
 		/* evicting for room: stop as soon as there is enough */
-		if (for_room && !needs_room(kind))
+		if (for_room && !needs_room(kind, false))
 			break;
+		if (kind_remove_node(kind, ex.cands[i].node, PGSS_NG_REMOVED_BY_EVICTION))
+		{
+			ex.cands[i].node = InvalidDsaPointer;
+			nevicted++;
+		}
 	}
+	requeue_examined(kind, &ex);
 	if (nevicted > 0)
 	{
 		pg_atomic_fetch_add_u64(&ctl->dealloc, 1);
@@ -434,6 +641,11 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	pg_atomic_fetch_add_u64(&ctl->eviction_ns,
+							(uint64) (INSTR_TIME_GET_DOUBLE(duration) * 1e9));
 	LWLockRelease(kind->dealloc_lock);
 }
 

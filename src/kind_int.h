@@ -9,9 +9,9 @@
  *	  kind_entry.c   entries, references, pending data, flush
  *	  kind_maint.c   readers and maintenance: foreach, removal and update of
  *	                 matching entries, kind-wide counters
- *	  kind_evict.c   removal and refcounted free, usage, eviction (for max,
- *	                 and for room in the kind's own memory: needs_room_cb)
- *	                 and the backstop
+ *	  kind_evict.c   removal and refcounted free, usage, the eviction
+ *	                 queue, eviction (for max, and for room in the kind's
+ *	                 own memory: needs_room_cb) and the backstop
  *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
  *	                 limit and the allocation back-off it starts (on
  *	                 errlimit.c, with one state per kind)
@@ -21,6 +21,8 @@
  *	  entry body:      [PgssNgBodyHeader] [kind data (shared_size bytes)]
  *	  The body is a separate DSA chunk so that it can outlive its removal
  *	  from the dshash while backends still hold references to it.
+ *	  eviction node:   [PgssNgEvictNode] [key], one per live entry: its
+ *	                   place in the eviction queue (kind_evict.c).
  *	  pending entry:   [key] [PgssNgEntryRef] [pending data], in the
  *	                   backend-local hash kind->pending.
  *
@@ -44,6 +46,14 @@
 
 /* Eviction frees this percentage of max at once. */
 #define PGSS_NG_EVICT_PERCENT		5
+
+/*
+ * An eviction run examines at most Max(PGSS_NG_EVICT_VISIT_MIN,
+ * PGSS_NG_EVICT_VISIT_FACTOR * entries it wants to evict) entries of the
+ * eviction queue (kind_evict.c).
+ */
+#define PGSS_NG_EVICT_VISIT_MIN		256
+#define PGSS_NG_EVICT_VISIT_FACTOR	3
 
 /*
  * Allocated entries (live + removed, not yet freed) never exceed
@@ -81,8 +91,25 @@ typedef struct PgssNgBodyHeader
 typedef struct PgssNgHashEntry
 {
 	dsa_pointer body;			/* PgssNgBodyHeader + kind data */
-	uint64		generation;		/* copy of the body's generation */
 } PgssNgHashEntry;
+
+/*
+ * A live entry's place in the eviction queue (kind_evict.c): a DSA chunk of
+ * its own, made with the body and freed when the entry leaves the hash.
+ * Its key follows at PGSS_NG_NODE_KEY_OFFSET.  The creator fills it and
+ * pushes it on the stack of new nodes (next only); from then on only the
+ * holder of <name>_dealloc reads or writes it.
+ */
+typedef struct PgssNgEvictNode
+{
+	dsa_pointer prev;			/* towards the queue's front */
+	dsa_pointer next;			/* towards its back; on the stack: older */
+	dsa_pointer body;			/* the entry's body */
+} PgssNgEvictNode;
+
+#define PGSS_NG_NODE_KEY_OFFSET		MAXALIGN(sizeof(PgssNgEvictNode))
+#define PgssNgNodeKey(node) \
+	((void *) (((char *) (node)) + PGSS_NG_NODE_KEY_OFFSET))
 
 /* Kind-wide shared state, in main shared memory. */
 typedef struct PgssNgKindControl
@@ -105,6 +132,12 @@ typedef struct PgssNgKindControl
 									 * it; one value for every process,
 									 * published by the kind's owner
 									 * (pgss_ng_kind_set_max_entries) */
+	pg_atomic_uint64 eviction_ns;	/* time spent in eviction runs */
+	dsa_pointer_atomic evict_new;	/* stack of the nodes of entries
+									 * published since the last run, newest
+									 * first (kind_evict.c) */
+	dsa_pointer evict_front;	/* the eviction queue: both ends, and its */
+	dsa_pointer evict_back;		/* nodes, under <name>_dealloc */
 	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
 								 * (kind_guard.c, lookup_or_create) */
 	/* the in-place DSA area follows, MAXALIGN'd */
@@ -118,7 +151,6 @@ struct PgssNgKind
 	dsa_area   *area;			/* NULL until attached */
 	dshash_table *hash;
 	dshash_parameters hash_params;
-	LWLock	   *alloc_lock;		/* named tranche <name>_alloc */
 	LWLock	   *dealloc_lock;	/* named tranche <name>_dealloc */
 	HTAB	   *pending;		/* key -> [PgssNgEntryRef, pending data] */
 	dlist_head	pending_list;	/* the pending entries' refs, oldest first */
@@ -135,7 +167,7 @@ struct PgssNgKind
 	((void *) (((char *) PENDING_REF(kind, pe)) + \
 			   MAXALIGN(sizeof(PgssNgEntryRef))))
 
-/* kind_evict.c: removal, references, usage and the backstop */
+/* kind_evict.c: removal, references, usage, the queue and the backstop */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,
 						   PgssNgBodyHeader *hdr);
 extern void kind_release_ref(PgssNgKind *kind, dsa_pointer body,
@@ -147,6 +179,11 @@ extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
 extern double kind_decayed_usage(double usage, TimestampTz t,
 								 TimestampTz now);
 extern int	kind_backstop(PgssNgKind *kind);
+extern void kind_push_new(PgssNgKind *kind, dsa_pointer np,
+						  PgssNgEvictNode *node);
+extern void kind_take_new(PgssNgKind *kind);
+extern bool kind_remove_node(PgssNgKind *kind, dsa_pointer np,
+							 PgssNgRemoval reason);
 
 /*
  * kind_max

@@ -14,8 +14,9 @@
  * time), then the entry lock (shared to read, exclusively to update); a
  * reader's emit step (foreach) runs between the two, after the entry
  * lock is released and before the partition lock is;
- * removals take <name>_dealloc, then each partition lock exclusively, then
- * the entry lock to mark the entry removed.  The kind-wide counters are
+ * removals take <name>_dealloc and walk the eviction queue, taking each
+ * matching entry's partition lock exclusively, then its entry lock to
+ * mark it removed.  The kind-wide counters are
  * atomics, read and written without a lock.
  *
  *-------------------------------------------------------------------------
@@ -66,43 +67,40 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
  * pgss_ng_kind_remove_matching
  *		Remove every entry whose key matches (all if match is NULL) from the
  *		hash and release the hash's reference; bodies still referenced by
- *		pending data are freed by their last holder.  Returns the number of
- *		entries removed.  Removing all (a full reset) is counted in
- *		full_resets first, so that a restore in progress stops there (see
- *		pgss_ng_kind_restore_begin).  Locks: <name>_dealloc (waiting: a reset
- *		waits for a running eviction, or an entry being restored), then
- *		partition locks exclusively, one at a time, then each entry's lock
- *		to set removed.
+ *		pending data are freed by their last holder.  The entries are found
+ *		through the eviction queue, which holds a node (with the key) for
+ *		each of them (kind_take_new first adds those created since the last
+ *		eviction); an entry created while the reset runs may stay.  Returns
+ *		the number of entries removed.  Removing all (a full reset) is
+ *		counted in full_resets first, so that a restore in progress stops
+ *		there (see pgss_ng_kind_restore_begin).  Locks: <name>_dealloc
+ *		(waiting: a reset waits for a running eviction, or an entry being
+ *		restored), then, for each entry removed, its partition lock
+ *		exclusively and its entry lock to set removed (kind_remove_node).
  */
 uint64
 pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 {
-	dshash_seq_status status;
-	void	   *he;
+	PgssNgKindControl *ctl = kind->ctl;
+	dsa_pointer np;
 	uint64		nremoved = 0;
 
 	/* removals (eviction, reset) are serialized */
 	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
 	if (match == NULL)
 		pg_atomic_fetch_add_u64(&kind->ctl->full_resets, 1);
-	dshash_seq_init(&status, kind->hash, true);
-	while ((he = dshash_seq_next(&status)) != NULL)
+	kind_take_new(kind);
+	np = ctl->evict_front;
+	while (DsaPointerIsValid(np))
 	{
-		dsa_pointer body;
-		PgssNgBodyHeader *hdr;
+		PgssNgEvictNode *node = dsa_get_address(kind->area, np);
+		dsa_pointer next = node->next;
 
-		if (match != NULL && !match(he, arg))
-			continue;
-
-		body = HASH_TAIL(kind, he)->body;
-		hdr = dsa_get_address(kind->area, body);
-
-		kind_mark_removed(hdr, PGSS_NG_REMOVED_BY_RESET);
-		dshash_delete_current(&status);
-		kind_forget_body(kind, body, hdr);
-		nremoved++;
+		if ((match == NULL || match(PgssNgNodeKey(node), arg)) &&
+			kind_remove_node(kind, np, PGSS_NG_REMOVED_BY_RESET))
+			nremoved++;
+		np = next;
 	}
-	dshash_seq_term(&status);
 	LWLockRelease(kind->dealloc_lock);
 
 	return nremoved;
@@ -158,6 +156,7 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 	out->dealloc = (int64) pg_atomic_read_u64(&ctl->dealloc);
 	out->entries_evicted = (int64) pg_atomic_read_u64(&ctl->entries_evicted);
 	out->backstop_skips = (int64) pg_atomic_read_u64(&ctl->backstop_skips);
+	out->eviction_ns = (int64) pg_atomic_read_u64(&ctl->eviction_ns);
 }
 
 /*
@@ -189,19 +188,21 @@ pgss_ng_kind_max_entries(PgssNgKind *kind)
  */
 void
 pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
-							  int64 entries_evicted, int64 backstop_skips)
+							  int64 entries_evicted, int64 backstop_skips,
+							  int64 eviction_ns)
 {
 	pg_atomic_fetch_add_u64(&kind->ctl->dealloc, (uint64) dealloc);
 	pg_atomic_fetch_add_u64(&kind->ctl->entries_evicted,
 							(uint64) entries_evicted);
 	pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips,
 							(uint64) backstop_skips);
+	pg_atomic_fetch_add_u64(&kind->ctl->eviction_ns, (uint64) eviction_ns);
 }
 
 /*
  * pgss_ng_kind_reset_counters
  *		Restart the event counters (dealloc, entries_evicted,
- *		backstop_skips).
+ *		backstop_skips, eviction time).
  */
 void
 pgss_ng_kind_reset_counters(PgssNgKind *kind)
@@ -209,6 +210,7 @@ pgss_ng_kind_reset_counters(PgssNgKind *kind)
 	pg_atomic_write_u64(&kind->ctl->dealloc, 0);
 	pg_atomic_write_u64(&kind->ctl->entries_evicted, 0);
 	pg_atomic_write_u64(&kind->ctl->backstop_skips, 0);
+	pg_atomic_write_u64(&kind->ctl->eviction_ns, 0);
 }
 
 /*

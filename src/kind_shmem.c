@@ -103,13 +103,12 @@ lock_name(const PgssNgKindDesc *desc, const char *what)
 
 /*
  * pgss_ng_kind_shmem_request
- *		Request the kind's named LWLocks (<name>_alloc, <name>_dealloc).
+ *		Request the kind's named LWLock (<name>_dealloc).
  *		Called from shmem_request_hook.
  */
 void
 pgss_ng_kind_shmem_request(const PgssNgKindDesc *desc)
 {
-	RequestNamedLWLockTranche(lock_name(desc, "alloc"), 1);
 	RequestNamedLWLockTranche(lock_name(desc, "dealloc"), 1);
 }
 
@@ -158,8 +157,6 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 	ctl = ShmemInitStruct(shmem_name,
 						  pgss_ng_kind_shmem_size(kind->desc), &found);
 	kind->ctl = ctl;
-	kind->alloc_lock =
-		&GetNamedLWLockTranche(lock_name(kind->desc, "alloc"))->lock;
 	kind->dealloc_lock =
 		&GetNamedLWLockTranche(lock_name(kind->desc, "dealloc"))->lock;
 
@@ -179,6 +176,10 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 		pg_atomic_init_u64(&ctl->backstop_skips, 0);
 		pg_atomic_init_u64(&ctl->full_resets, 0);
 		pg_atomic_init_u32(&ctl->max_entries, (uint32) max_entries);
+		pg_atomic_init_u64(&ctl->eviction_ns, 0);
+		dsa_pointer_atomic_init(&ctl->evict_new, InvalidDsaPointer);
+		ctl->evict_front = InvalidDsaPointer;
+		ctl->evict_back = InvalidDsaPointer;
 		pgss_ng_errlimit_init(&ctl->errlimit);
 
 		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,

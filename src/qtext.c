@@ -479,15 +479,22 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 
 /*
  * pgss_ng_qtext_needs_room
- *		Whether the charged bytes are past the cap minus QTEXT_RESERVE, so
- *		that entries should be evicted to make room (the kind's
- *		needs_room_cb).  One atomic read: a hint, checked again at every
- *		call; never raises an ERROR.
+ *		Whether entries should be evicted to make room (the kind's
+ *		needs_room_cb): with starting, whether the charged bytes are past
+ *		the high-water mark, the cap minus QTEXT_RESERVE; without, whether
+ *		they are still past the low-water mark, the cap minus twice that.
+ *		So an eviction for room frees about QTEXT_RESERVE at once, and the
+ *		next one is due only after that much more text.  One atomic read:
+ *		a hint, checked again at every call; never raises an ERROR.
  */
 bool
-pgss_ng_qtext_needs_room(void)
+pgss_ng_qtext_needs_room(bool starting)
 {
-	return pg_atomic_read_u64(&qtext_ctl->charged) > room_floor();
+	uint64		limit = qtext_ctl->limit_bytes;
+
+	/* starting: past room_floor(); going on: past the low-water mark */
+	return pg_atomic_read_u64(&qtext_ctl->charged) >
+		limit - QTEXT_RESERVE(limit) * (starting ? 1 : 2);
 }
 
 /*

@@ -44,7 +44,7 @@ extern const char *pgss_ng_qtext_data(dsa_area *area, dsa_pointer text,
 									  int *len);
 extern char *pgss_ng_qtext_copy(dsa_area *area, dsa_pointer text, int *len);
 extern void pgss_ng_qtext_release(dsa_area *area, dsa_pointer text);
-extern bool pgss_ng_qtext_needs_room(void);
+extern bool pgss_ng_qtext_needs_room(bool starting);
 extern void pgss_ng_qtext_stats(PgssNgQtextStats *stats);
 extern void pgss_ng_qtext_reset_dropped(void);
 

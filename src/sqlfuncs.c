@@ -407,17 +407,17 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
  *		One row of extension-wide counters: dealloc, stats_reset, entries,
  *		dropped, entries_allocated, entries_max, backstop_skips,
  *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
- *		entries_evicted (see README); qtext_bytes, qtext_count and
- *		qtext_dropped are NULL for roles without the privileges of
- *		pg_read_all_stats.
+ *		entries_evicted, eviction_time (see README); qtext_bytes,
+ *		qtext_count and qtext_dropped are NULL for roles without the
+ *		privileges of pg_read_all_stats.
  *		Errors: library not preloaded.
  */
 Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12];
+	Datum		values[13];
+	bool		nulls[13];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -456,6 +456,7 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 		nulls[i++] = true;
 	}
 	values[i++] = Int64GetDatum(info.kind.entries_evicted);
+	values[i++] = Float8GetDatum((double) info.kind.eviction_ns / 1e6);
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -21,12 +21,11 @@
  * PgssNgStmtControl.nattached; the failure note being merged.
  *
  * Locking: none of its own.  Recording and merging take what
- * pgss_ng_stmt_pending() takes (partition lock, alloc lock for a creation
- * past max, the entry lock without waiting to replace a failed
- * execution's text) and the info spinlock; the flush takes entry locks (kind
- * layer).  Everything that touches shared memory from a user's statement
- * runs under pgss_ng_kind_guard(): no ERROR escapes, and the lost work is
- * counted as dropped.
+ * pgss_ng_stmt_pending() takes (partition lock, the entry lock without
+ * waiting to replace a failed execution's text) and the info spinlock;
+ * the flush takes entry locks (kind layer).  Everything that touches
+ * shared memory from a user's statement runs under pgss_ng_kind_guard():
+ * no ERROR escapes, and the lost work is counted as dropped.
  *
  *-------------------------------------------------------------------------
  */

@@ -42,7 +42,7 @@
 static bool stmt_flush_pending(PgssNgEntryRef *ref, bool nowait);
 static void stmt_discard_pending(PgssNgEntryRef *ref);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
-static bool stmt_needs_room(PgssNgKind *kind);
+static bool stmt_needs_room(PgssNgKind *kind, bool starting);
 
 static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
@@ -214,10 +214,9 @@ pgss_ng_stmt_count_dropped(int64 n)
  *		Init callback for a new shared entry: store its query text (the
  *		normalized one, or the statement's own part of its source string)
  *		and its timestamps.  Runs before the entry is published, with no
- *		lock of the kind layer held, or under its alloc lock for a creation
- *		past max (see kind.h).  A text that cannot be stored leaves the
- *		entry with query NULL.  Errors: only an out-of-memory ERROR from the
- *		text arena's dedup hash.
+ *		lock of the kind layer held (see kind.h).  A text that cannot be
+ *		stored leaves the entry with query NULL.  Errors: only an
+ *		out-of-memory ERROR from the text arena's dedup hash.
  */
 static bool
 stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
@@ -248,12 +247,12 @@ stmt_init(PgssNgKind *kind, void *shared_data, void *arg)
 /*
  * stmt_needs_room
  *		needs_room_cb: the text arena is nearly full, evict to make room
- *		(pgss_ng_qtext_needs_room).
+ *		(pgss_ng_qtext_needs_room, with its high- and low-water marks).
  */
 static bool
-stmt_needs_room(PgssNgKind *kind)
+stmt_needs_room(PgssNgKind *kind, bool starting)
 {
-	return pgss_ng_qtext_needs_room();
+	return pgss_ng_qtext_needs_room(starting);
 }
 
 /*

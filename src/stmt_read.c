@@ -244,11 +244,11 @@ reset_minmax(void *shared_data, void *arg)
  *		time histograms instead.
  *		Resetting everything also restarts the event counters of
  *		pgss_ng_info (dealloc, entries_evicted, dropped, backstop_skips,
- *		qtext_dropped, stats_reset), and stops a restore in progress
- *		(stmt_saved.c).  Counts still pending in other backends for
- *		removed entries are discarded when they flush: they were made
- *		before the reset.  Returns the time of the reset.  Locks: the kind
- *		layer's (see pgss_ng_kind_remove_matching,
+ *		qtext_dropped, eviction_time, stats_reset), and stops a restore
+ *		in progress (stmt_saved.c).  Counts still pending in other
+ *		backends for removed entries are discarded when they flush: they
+ *		were made before the reset.  Returns the time of the reset.
+ *		Locks: the kind layer's (see pgss_ng_kind_remove_matching,
  *		pgss_ng_kind_update_matching), then the info spinlock.
  */
 TimestampTz

@@ -86,6 +86,7 @@ pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
 	out->dealloc = kc.dealloc;
 	out->entries_evicted = kc.entries_evicted;
 	out->backstop_skips = kc.backstop_skips;
+	out->eviction_ns = kc.eviction_ns;
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 	out->dropped = pgss_ng_stmt_ctl->dropped;
 	out->stats_reset = pgss_ng_stmt_ctl->stats_reset;
@@ -122,7 +123,8 @@ restore_info_guarded(void *arg)
 	}
 	pgss_ng_kind_restore_counters(pgss_ng_stmt_kind, ir->in->dealloc,
 								  ir->in->entries_evicted,
-								  ir->in->backstop_skips);
+								  ir->in->backstop_skips,
+								  ir->in->eviction_ns);
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_stmt_ctl->dropped += ir->in->dropped;
 	pgss_ng_stmt_ctl->stats_reset = ir->in->stats_reset;

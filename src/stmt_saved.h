@@ -47,9 +47,10 @@
  * block and of an entry record; 6: dealloc counts eviction runs, and
  * entries_evicted (added to the info block) the entries; 7: time
  * histograms of 322 buckets from 8 ns, both kept whole (PgssNgHistPair of
- * 2584 bytes).
+ * 2584 bytes); 8: plus eviction_ns (pgss_ng_info.eviction_time) in the
+ * info block.
  */
-#define PGSS_NG_FILE_VERSION	7
+#define PGSS_NG_FILE_VERSION	8
 
 /*
  * The layout of version 7 on 64-bit builds (checked in stmt_saved.c):
@@ -57,7 +58,7 @@
  * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
  * of what it contains.
  */
-#define PGSS_NG_SAVED_INFO_SIZE		40
+#define PGSS_NG_SAVED_INFO_SIZE		48
 #define PGSS_NG_STMT_RECORD_SIZE	3080
 #define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(367549)
 
@@ -72,6 +73,7 @@ typedef struct PgssNgSavedInfo
 	int64		backstop_skips;
 	TimestampTz stats_reset;
 	int64		entries_evicted;
+	int64		eviction_ns;	/* pgss_ng_info.eviction_time, in ns */
 } PgssNgSavedInfo;
 
 /*

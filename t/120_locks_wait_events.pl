@@ -1,11 +1,12 @@
-# The named LWLocks of pgss_ng show up as wait events.
+# The named LWLocks of pgss_ng show up as wait events, and creation waits
+# for none of them.
 #
-# For each of pgss_ng_qtext, pgss_ng_dealloc and pgss_ng_alloc, backend A
-# is stopped by gdb at a breakpoint inside the region where it holds that
-# lock; backend B then does something that needs the lock; a third session
-# polls pg_stat_activity until B shows wait_event_type 'LWLock' and
-# wait_event '<name>'.  Then A is let go, and both must finish without
-# error.  The breakpoints (the backtrace at each stop is checked):
+# For each of pgss_ng_qtext and pgss_ng_dealloc, backend A is stopped by
+# gdb at a breakpoint inside the region where it holds that lock; backend
+# B then does something that needs the lock; a third session polls
+# pg_stat_activity until B shows wait_event_type 'LWLock' and wait_event
+# '<name>'.  Then A is let go, and both must finish without error.  The
+# breakpoints (the backtrace at each stop is checked):
 #   pgss_ng_qtext   dshash_release_lock, first called inside
 #                   pgss_ng_qtext_store() (set once A stopped at
 #                   pgss_ng_qtext_store) while A holds the partition lock
@@ -17,13 +18,15 @@
 #                   pgss_ng_kind_evict() runs holding the dealloc lock
 #                   (pgss_ng.max is lowered to 100 with ~150 entries, the
 #                   writer evicts down to 95, then A's new statements take
-#                   the table past 100: A evicts); B runs pgss_ng_reset(),
+#                   the table past 100: A evicts); B first makes a new
+#                   entry, past max, and must finish while A evicts (it
+#                   goes on with its statement), then runs pgss_ng_reset(),
 #                   which waits for a running eviction.
-#   pgss_ng_alloc   pgss_ng_qtext_store, called by the init callback of a
-#                   new entry made with exactly max (100) live entries:
-#                   such a creation runs under the alloc lock (below max
-#                   creation takes no global lock); B makes another new
-#                   entry while the table is still at max.
+# No queue for creations past max: A is stopped in pgss_ng_qtext_store,
+# called by the init callback of a new entry made with exactly max (100)
+# live entries; B makes another new entry while the table is still at max
+# and must finish while A is stopped (until issue 19 such creations took
+# turns under a named LWLock, pgss_ng_alloc, and B waited on it).
 # And the race that creation without a global lock must settle: A is
 # stopped in insert_guarded (about to insert its new entry into the hash)
 # while B makes, publishes and counts into the entry of the same
@@ -276,6 +279,16 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 		like(gdb_bt($g), qr/pgss_ng_kind_evict/,
 			'dealloc: called by pgss_ng_kind_evict');
 
+		# B, tracked, makes a new entry past max: its eviction finds the
+		# dealloc lock busy and its statement goes on.
+		$bm = send_async($sess_b,
+			'SET pgss_ng.track = top; SELECT x, x, x FROM t1; SET pgss_ng.track = none;');
+		is(wait_async($sess_b, $bm), '',
+			'dealloc: B made a new entry past max while A evicts');
+		is($obs->query_safe(
+				q{SELECT calls FROM pgss_ng WHERE query = 'SELECT x, x, x FROM t1'}),
+			'1', 'dealloc: B\'s new entry is there, with its call');
+
 		$bm = send_async($sess_b, 'SELECT pgss_ng_reset() IS NOT NULL;');
 		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_dealloc'),
 			'LWLock:pgss_ng_dealloc',
@@ -284,7 +297,7 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 	finish_scenario('dealloc', $g, $am, '100', $bm, 't');
 }
 
-# --- pgss_ng_alloc -------------------------------------------------------------------
+# --- creations past max: no queue ---------------------------------------------------
 
 # max is 100 now (the dealloc part).  B is tracked again; both A and B
 # must have read the new max.
@@ -295,7 +308,7 @@ for my $s ($sess_a, $sess_b)
 	usleep(50_000)
 	  while $s->query_safe('SHOW pgss_ng.max') ne '100' && time() < $deadline;
 }
-is($sess_b->query_safe('SHOW pgss_ng.max'), '100', 'alloc: max is 100');
+is($sess_b->query_safe('SHOW pgss_ng.max'), '100', 'past max: max is 100');
 
 # Exactly max live entries: A runs new statements (one entry each, no
 # eviction at or below max) until the observer counts 100.
@@ -309,37 +322,41 @@ is($sess_b->query_safe('SHOW pgss_ng.max'), '100', 'alloc: max is 100');
 		$n++;
 	}
 	is($obs->query_safe('SELECT entries FROM pgss_ng_info'), '100',
-		'alloc: exactly 100 live entries');
+		'past max: exactly 100 live entries');
 }
 
 {
 	my ($g, $am, $bm);
   SCENARIO:
 	{
-		$g = gdb_break_a('alloc', 'pgss_ng_qtext_store') or last SCENARIO;
+		$g = gdb_break_a('past max', 'pgss_ng_qtext_store') or last SCENARIO;
 
 		# A and B each run a statement never seen before: its entry is made.
 		$am = send_async($sess_a, 'SELECT x FROM t1;');
 		last SCENARIO
 		  unless ok(stopped_in($g, 'pgss_ng_qtext_store'),
-			'alloc: A stopped in pgss_ng_qtext_store');
+			'past max: A stopped in pgss_ng_qtext_store');
 		like(gdb_bt($g), qr/stmt_init.*lookup_or_create/s,
-			'alloc: called by the init callback in lookup_or_create');
+			'past max: called by the init callback in lookup_or_create');
 
+		# B's new entry, past max too, is made while A is stopped.
 		$bm = send_async($sess_b, 'SELECT x FROM t2;');
-		is(wait_for_lwlock($obs, $bpid, 'pgss_ng_alloc'), 'LWLock:pgss_ng_alloc',
-			'alloc: B waits on LWLock pgss_ng_alloc');
+		is(wait_async($sess_b, $bm), '',
+			'past max: B made its new entry while A is stopped in its creation');
+		is($obs->query_safe(
+				q{SELECT calls FROM pgss_ng WHERE query = 'SELECT x FROM t2'}),
+			'1', 'past max: B\'s entry is there, with its call');
 	}
-	finish_scenario('alloc', $g, $am, '', $bm, '');
+	finish_scenario('past max', $g, $am, '', undef, undef);
 
 	is( $obs->query_safe(
 			q{SELECT string_agg(query || ' ' || calls, ', ' ORDER BY query)
 			  FROM pgss_ng WHERE query IN ('SELECT x FROM t1', 'SELECT x FROM t2')}),
 		'SELECT x FROM t1 1, SELECT x FROM t2 1',
-		'alloc: both statements recorded once');
-	# A's creation took the table past max; its eviction brought it back.
+		'past max: both statements recorded once');
+	# B's creation took the table past max; its eviction brought it back.
 	cmp_ok($obs->query_safe('SELECT entries FROM pgss_ng_info'), '<=', 100,
-		'alloc: at most max entries afterwards');
+		'past max: at most max entries afterwards');
 }
 
 for my $s ($sess_a, $sess_b, $obs)

@@ -1,14 +1,14 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 7, the server's major, the
+# - Its header: magic "PGNG", format version 8, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
 #   that many bytes, then its entry's query text.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (6: time histograms of 201 buckets
-#   from 10 us, the planning one folded), an entry record size that is
-#   not this build's (a record layout changed without a version bump), a PostgreSQL major pgss_ng
-#   never supported (14) and another
+#   magic, an older format version (7: no eviction_time), an entry record
+#   size that is not this build's (a record layout changed without a
+#   version bump), a PostgreSQL major pgss_ng never supported (14) and
+#   another
 #   supported one (a file carried over by pg_upgrade), empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
 #   that only the record is wrong), trailing bytes (CRC recomputed).  For
@@ -20,8 +20,9 @@
 #   calls each) are kept with their calls, and entries stay <= 100 as new
 #   statements come.
 # - Across 5 clean restarts with the same statements (run again each time)
-#   the file size does not change, and pgss_ng_info (dealloc and
-#   entries_evicted included, both non-zero) survives each one.
+#   the file size does not change, and pgss_ng_info (dealloc,
+#   entries_evicted and eviction_time included, all non-zero) survives
+#   each one.
 #
 # Views are read with pgss_ng.track = none, so reading counts nothing.
 use strict;
@@ -56,7 +57,7 @@ sub snapshot
 	return quiet_psql($ALL_ROWS)
 	  . "\n"
 	  . quiet_psql(
-		'SELECT dealloc, entries_evicted, stats_reset, entries, dropped, '
+		'SELECT dealloc, entries_evicted, eviction_time, stats_reset, entries, dropped, '
 		  . 'entries_max, backstop_skips, qtext_bytes, qtext_count '
 		  . 'FROM pgss_ng_info');
 }
@@ -102,7 +103,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 7, 'header: format version 7');
+is($version, 8, 'header: format version 8');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -148,8 +149,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 6) . substr($good, 8),
-		qr/^format version 6, expected 7$/
+		substr($good, 0, 4) . pack('L', 7) . substr($good, 8),
+		qr/^format version 7, expected 8$/
 	],
 	[
 		'entry record size of another layout',
@@ -270,6 +271,8 @@ cmp_ok(quiet_psql('SELECT entries FROM pgss_ng_info'), '<=', 100,
 	'max = 100: entries <= 100 after 30 new statements');
 is(quiet_psql('SELECT dealloc > 0 AND entries_evicted = 5 * dealloc FROM pgss_ng_info'),
 	't', 'max = 100: each eviction run (dealloc) evicted a batch of 5');
+is(quiet_psql('SELECT eviction_time > 0 FROM pgss_ng_info'),
+	't', 'max = 100: the eviction runs took time (eviction_time)');
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 	'max = 100: the hot statements survive eviction');
 
