@@ -101,6 +101,7 @@ include $(PGXS)
 pgss_ng_compat--1.0.sql: pgss_ng_compat.sql.in scripts/compat-sql.pl FORCE
 	perl $(srcdir)/scripts/compat-sql.pl $(MAJORVERSION) $(srcdir)/pgss_ng_compat.sql.in > $@.tmp
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+EXTRA_CLEAN += pgss_ng_compat--1.0.sql.tmp
 
 PG_REGRESS_BIN = $(pgxsdir)/src/test/regress/pg_regress
 PROVE_FLAGS ?= --verbose --timer
