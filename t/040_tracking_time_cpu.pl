@@ -131,9 +131,9 @@ $proc_cpu;
 });
 ($cpu0, undef, $cpu1) = split /\n/, $out;
 $kernel_ms = $cpu1 - $cpu0;
-my ($plan_ms, $plan_cpu_ms, $join_exec_ms) = split /\|/, quiet_psql(
+my ($plan_ms, $plan_cpu_ms, $join_exec_ms) = split /\|/, untracked_psql($node,
 	q{SELECT total_plan_time, plan_user_time + plan_system_time, total_exec_time
-	  FROM pgss_ng WHERE query LIKE 'SELECT count(*) FROM j1, j2, %'});
+	  FROM pgss_ng_detail WHERE query LIKE 'SELECT count(*) FROM j1, j2, %'});
 note("planning-bound statement: plan $plan_ms ms, plan CPU $plan_cpu_ms ms, "
 	  . "exec $join_exec_ms ms, kernel's count over it $kernel_ms ms");
 cmp_ok($plan_ms, '>', 20, 'the planning-bound statement planned a while');
@@ -147,11 +147,11 @@ cmp_ok($plan_cpu_ms, '>=', 0.5 * $kernel_ms,
 my $cpu_sql = q{
 SELECT queryid, toplevel, calls, plans, exec_user_time, exec_system_time,
 	   plan_user_time, plan_system_time
-FROM pgss_ng ORDER BY queryid, toplevel};
-my $cpu_before = quiet_psql($cpu_sql);
+FROM pgss_ng_detail ORDER BY queryid, toplevel};
+my $cpu_before = untracked_psql($node, $cpu_sql);
 like($cpu_before, qr/^-?\d+\|t\|1\|1\|\d/m, 'CPU sums before the restart');
 $node->restart('fast');
-is(quiet_psql($cpu_sql), $cpu_before,
+is(untracked_psql($node, $cpu_sql), $cpu_before,
 	'a clean restart keeps every entry\'s CPU sums exactly');
 
 # ------------------------------------------------------ track_cpu off

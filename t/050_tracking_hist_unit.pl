@@ -21,7 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 # The checks t/hist_unit.c makes: change it with them.
-my $nchecks = 37;
+my $nchecks = 43;
 
 my $inc = `pg_config --includedir-server`;
 chomp $inc;
