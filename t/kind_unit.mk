@@ -11,11 +11,12 @@
 #	here is installed ("make install" of the extension does not know this
 #	file).
 
-# the source tree: this file's parent directory.  PGXS makes t/ (this
-# file's directory) the VPATH, for kind_unit.c; the layer's sources are
-# found in src/, and only sources are looked for there.
+# the source tree: this file's parent directory.  The sources are looked
+# for in t/ and src/ by name (vpath %.c), whatever VPATH PGXS derives from
+# the -f path; objects are never looked for in src/, where the extension's
+# own may be.
 KIND_UNIT_SRC := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
-vpath %.c $(KIND_UNIT_SRC)/src
+vpath %.c $(KIND_UNIT_SRC)/t $(KIND_UNIT_SRC)/src
 
 MODULE_big = kind_unit
 OBJS = \
