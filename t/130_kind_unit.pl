@@ -85,7 +85,7 @@ sub sq
 
 # the layer's counters and the fake kind's, as a hash
 my @counter_names =
-  qw(entries entries_allocated dealloc backstop_skips inits frees owned discarded);
+  qw(entries entries_allocated dealloc entries_evicted backstop_skips inits frees owned discarded);
 
 sub counters
 {
@@ -218,7 +218,8 @@ is( $e->query_safe(
 is($e->query_safe('SELECT kind_unit_flush(true)'), 'f', 'and flushed');
 is($e->query_safe('SELECT kind_unit_count(11, 1)'),
 	't', 'key 11 (not counted yet) referenced by a pending count');
-counters_are({ entries => 20, dealloc => 0 }, undef, 'at max: nothing evicted');
+counters_are({ entries => 20, dealloc => 0, entries_evicted => 0 },
+	undef, 'at max: nothing evicted');
 is($e->query_safe('SELECT kind_unit_create(21, 21)'),
 	'created', 'a 21st entry is created');
 my $c = counters();
@@ -229,7 +230,8 @@ ok($gone ne '' && $c->{entries} <= 20 && $c->{entries} == 21 - $n,
 is($gone, join(',', 12 .. 11 + $n),
 	'the least used go, oldest first: neither a counted entry, nor the referenced one, nor the new one'
 );
-is($c->{dealloc}, $n, 'each eviction counted in dealloc');
+is($c->{entries_evicted}, $n, 'each evicted entry counted in entries_evicted');
+is($c->{dealloc}, 1, 'the eviction run counted once in dealloc');
 is($e->query_safe('SELECT kind_unit_flush(true)'), 'f', 'flush the reference to key 11');
 is(sq('SELECT kind_unit_read(11)'), '1', "the referenced entry's count is merged");
 
@@ -239,8 +241,10 @@ is(sq("SELECT string_agg(key::text, ',' ORDER BY key) FROM kind_unit_entries()")
 	join(',', 1 .. 10),
 	'max lowered to 10: eviction keeps exactly the 10 most used');
 counters_are(
-	{ entries => 10, dealloc => 11 },
-	undef, 'evicted down to max, every eviction counted');
+	{ entries => 10, dealloc => 2, entries_evicted => 11 },
+	undef,
+	'evicted down to max: a second run in dealloc, every evicted entry in entries_evicted'
+);
 $e->quit;
 
 # ---------------------------------------------- removal and the backstop
@@ -302,11 +306,13 @@ counters_are(
 	undef, 'before the reset of the counters');
 sq('SELECT kind_unit_reset_counters()');
 counters_are(
-	{ entries => 2, dealloc => 0, backstop_skips => 0 },
-	undef, 'reset counters: dealloc and backstop_skips restart, the entries stay');
-sq('SELECT kind_unit_restore_counters(5, 7)');
+	{ entries => 2, dealloc => 0, entries_evicted => 0, backstop_skips => 0 },
+	undef,
+	'reset counters: dealloc, entries_evicted and backstop_skips restart, the entries stay'
+);
+sq('SELECT kind_unit_restore_counters(5, 6, 7)');
 counters_are(
-	{ dealloc => 5, backstop_skips => 7 },
+	{ dealloc => 5, entries_evicted => 6, backstop_skips => 7 },
 	undef, 'restored counters are added');
 
 # ------------------------------------- removal and update of matching keys

@@ -633,8 +633,8 @@ kind_unit_counters(PG_FUNCTION_ARGS)
 {
 	PgssNgKindCounters kc;
 	TupleDesc	tupdesc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
+	Datum		values[10];
+	bool		nulls[10] = {0};
 
 	unit_attach();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -644,11 +644,12 @@ kind_unit_counters(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(kc.entries_allocated);
 	values[2] = Int64GetDatum(kc.entries_max);
 	values[3] = Int64GetDatum(kc.dealloc);
-	values[4] = Int64GetDatum(kc.backstop_skips);
-	values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->inits));
-	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->frees));
-	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->owned));
-	values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->discarded));
+	values[4] = Int64GetDatum(kc.entries_evicted);
+	values[5] = Int64GetDatum(kc.backstop_skips);
+	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->inits));
+	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->frees));
+	values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->owned));
+	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&unit_ctl->discarded));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values,
 													  nulls)));
 }
@@ -663,13 +664,16 @@ kind_unit_reset_counters(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* kind_unit_restore_counters(dealloc, skips): pgss_ng_kind_restore_counters */
+/*
+ * kind_unit_restore_counters(dealloc, entries_evicted, skips):
+ * pgss_ng_kind_restore_counters
+ */
 PG_FUNCTION_INFO_V1(kind_unit_restore_counters);
 Datum
 kind_unit_restore_counters(PG_FUNCTION_ARGS)
 {
 	unit_attach();
 	pgss_ng_kind_restore_counters(unit_kind, PG_GETARG_INT64(0),
-								  PG_GETARG_INT64(1));
+								  PG_GETARG_INT64(1), PG_GETARG_INT64(2));
 	PG_RETURN_VOID();
 }

@@ -50,13 +50,14 @@ AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 -- callback
 CREATE FUNCTION kind_unit_counters(OUT entries bigint,
 	OUT entries_allocated bigint, OUT entries_max bigint,
-	OUT dealloc bigint, OUT backstop_skips bigint, OUT inits bigint,
-	OUT frees bigint, OUT owned bigint, OUT discarded bigint)
+	OUT dealloc bigint, OUT entries_evicted bigint,
+	OUT backstop_skips bigint, OUT inits bigint, OUT frees bigint,
+	OUT owned bigint, OUT discarded bigint)
 RETURNS record
 AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 -- pgss_ng_kind_reset_counters, pgss_ng_kind_restore_counters
 CREATE FUNCTION kind_unit_reset_counters() RETURNS void
 AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 CREATE FUNCTION kind_unit_restore_counters(dealloc bigint,
-	backstop_skips bigint) RETURNS void
+	entries_evicted bigint, backstop_skips bigint) RETURNS void
 AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
