@@ -2,7 +2,8 @@
  *
  * sqlfuncs.c
  *	  SQL-callable functions: pgss_ng(showtext), pgss_ng_reset(...),
- *	  pgss_ng_info() and the time histograms of one entry,
+ *	  pgss_ng_info(), pgss_ng_evicted() and the time histograms of one
+ *	  entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
  * Privileges follow pg_stat_statements, one rule: every role sees every
@@ -11,7 +12,9 @@
  * unless it has the privileges of pg_read_all_stats (superusers do).  The
  * histogram functions name the entry by its queryid, so another role's
  * need those privileges: an answer would tell that the role ran the
- * statement of a queryid the caller computed.  pgss_ng_reset() is revoked
+ * statement of a queryid the caller computed.  The evicted remainder of
+ * other roles needs them too (the issue's rule: other roles' rows only
+ * for those privileges).  pgss_ng_reset() is revoked
  * from PUBLIC in the install script.
  *
  * These functions only turn what the statement kind (stmt_kind.h) gives
@@ -49,6 +52,7 @@
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_reset);
 PG_FUNCTION_INFO_V1(pgss_ng_info);
+PG_FUNCTION_INFO_V1(pgss_ng_evicted);
 PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
 PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
@@ -316,6 +320,84 @@ pgss_ng(PG_FUNCTION_ARGS)
 }
 
 /*
+ * number of output columns of pgss_ng_evicted(): identity, plans and
+ * their total time, calls and theirs, the sums, the own counters, CPU
+ * times, entries and evicted_since
+ */
+#define PGSS_NG_EVICTED_COLS \
+	(3 + 2 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + \
+	 PGSS_NG_NUM_OWN_COUNTERS + 2 * PGSS_NG_NUMPHASE + 2)
+
+/*
+ * pgss_ng_evicted
+ *		pgss_ng_evicted(): SETOF record, one row per (userid, dbid,
+ *		toplevel) of the evicted remainder (stmt_evicted.c): the columns of
+ *		pgss_ng that add up, summed over the evicted entries, then entries
+ *		and evicted_since.  A role without the privileges of
+ *		pg_read_all_stats sees only its own rows; the overflow rows (userid
+ *		and dbid NULL) only such roles see.  Errors: library not preloaded.
+ */
+Datum
+pgss_ng_evicted(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			userid = GetUserId();
+	PgssNgEvictedRow *rows;
+	int			n;
+	int			r;
+
+	check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	rows = pgss_ng_evicted_copy(has_privs_of_role(userid,
+												  ROLE_PG_READ_ALL_STATS) ?
+								InvalidOid : userid, &n);
+	for (r = 0; r < n; r++)
+	{
+		const PgssNgCounters *c = &rows[r].counters;
+		Datum		values[PGSS_NG_EVICTED_COLS];
+		bool		nulls[PGSS_NG_EVICTED_COLS];
+		int			i = 0;
+		int			k;
+
+		memset(nulls, 0, sizeof(nulls));
+		if (rows[r].key.userid == InvalidOid)
+		{
+			nulls[i++] = true;
+			nulls[i++] = true;
+		}
+		else
+		{
+			values[i++] = ObjectIdGetDatum(rows[r].key.userid);
+			values[i++] = ObjectIdGetDatum(rows[r].key.dbid);
+		}
+		values[i++] = BoolGetDatum(rows[r].key.toplevel);
+		/* plans, then calls (exec), each with its total time */
+		for (k = PGSS_NG_PLAN; k <= PGSS_NG_EXEC; k++)
+		{
+			values[i++] = Int64GetDatum(c->calls[k]);
+			values[i++] = Float8GetDatum(c->total_time[k]);
+		}
+#define PUT_SUM(name, ctype, sqltype, measured) \
+		if (measured) \
+			values[i++] = counter_datum_##sqltype(c->name); \
+		else \
+			nulls[i++] = true;
+		PGSS_NG_SUM_COUNTERS(PUT_SUM)
+		PGSS_NG_OWN_COUNTERS(PUT_SUM)
+#undef PUT_SUM
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+		values[i++] = Int64GetDatum(rows[r].entries);
+		values[i++] = TimestampTzGetDatum(rows[r].evicted_since);
+		Assert(i == PGSS_NG_EVICTED_COLS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+							 nulls);
+	}
+	pfree(rows);
+	return (Datum) 0;
+}
+
+/*
  * pgss_ng_reset
  *		pgss_ng_reset(userid, dbid, queryid, minmax_only): the statement
  *		kind's reset (pgss_ng_stmt_reset(), which says what is removed or
@@ -347,8 +429,8 @@ Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13];
+	Datum		values[14];
+	bool		nulls[14];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -388,6 +470,10 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 	}
 	values[i++] = Int64GetDatum(info.kind.entries_evicted);
 	values[i++] = Float8GetDatum((double) info.kind.eviction_ns / 1e6);
+	if (info.kind.last_eviction != 0)
+		values[i++] = TimestampTzGetDatum(info.kind.last_eviction);
+	else
+		nulls[i++] = true;
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

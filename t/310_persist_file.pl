@@ -1,14 +1,16 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 8, the server's major, the
+# - Its header: magic "PGNG", format version 9, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
-#   that many bytes, then its entry's query text.
+#   that many bytes, then its entry's query text; after the records, the
+#   evicted remainder: the size of a row, their number (0 here: nothing
+#   was evicted) and the rows.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (7: no eviction_time), an entry record
-#   size that is not this build's (a record layout changed without a
-#   version bump), a PostgreSQL major pgss_ng never supported (14) and
-#   another
+#   magic, an older format version (8: no evicted remainder), an entry
+#   record size that is not this build's (a record layout changed without
+#   a version bump), an evicted row size that is not this build's, a
+#   PostgreSQL major pgss_ng never supported (14) and another
 #   supported one (a file carried over by pg_upgrade), empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
 #   that only the record is wrong), trailing bytes (CRC recomputed).  For
@@ -21,8 +23,9 @@
 #   statements come.
 # - Across 5 clean restarts with the same statements (run again each time)
 #   the file size does not change, and pgss_ng_info (dealloc,
-#   entries_evicted and eviction_time included, all non-zero) survives
-#   each one.
+#   entries_evicted, eviction_time and last_eviction included, all
+#   non-zero) and the evicted remainder (pgss_ng_evicted) survive each
+#   one.
 #
 # Views are read with pgss_ng.track = none, so reading counts nothing.
 use strict;
@@ -57,9 +60,11 @@ sub snapshot
 	return quiet_psql('SELECT * FROM pgss_ng ORDER BY userid, dbid, queryid, toplevel')
 	  . "\n"
 	  . quiet_psql(
-		'SELECT dealloc, entries_evicted, eviction_time, stats_reset, entries, dropped, '
-		  . 'entries_max, backstop_skips, qtext_bytes, qtext_count '
-		  . 'FROM pgss_ng_info');
+		'SELECT dealloc, entries_evicted, eviction_time, last_eviction, stats_reset, '
+		  . 'entries, dropped, entries_max, backstop_skips, qtext_bytes, qtext_count '
+		  . 'FROM pgss_ng_info')
+	  . "\n"
+	  . quiet_psql('SELECT * FROM pgss_ng_evicted ORDER BY userid, dbid, toplevel');
 }
 
 # Number of entries the writer logged as restored after log offset $pos.
@@ -103,7 +108,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 8, 'header: format version 8');
+is($version, 9, 'header: format version 9');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -124,7 +129,14 @@ for (1 .. $nrec)
 	$last = $p;
 	$p += 4 + $reclen;
 }
-is($p, $len - 4, 'records end where the CRC begins');
+# the evicted remainder: row size, number of rows (none evicted), rows
+my $records_end = $p;
+my ($rowsize, $nevicted) = unpack('L2', substr($good, $p, 8));
+is($nevicted, 0, 'evicted remainder: no row (nothing was evicted)');
+ok($rowsize > 0, "evicted remainder: row size $rowsize");
+$p += 8 + $rowsize * $nevicted;
+my $trailer = substr($good, $records_end, $p - $records_end);
+is($p, $len - 4, 'records and the evicted remainder end where the CRC begins');
 is($short . ' ' . scalar(grep { !$tails{$_} } keys %texts),
 	'0 0',
 	"records: none shorter than the header's entry record size ($recsize), "
@@ -149,8 +161,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 7) . substr($good, 8),
-		qr/^format version 7, expected 8$/
+		substr($good, 0, 4) . pack('L', 8) . substr($good, 8),
+		qr/^format version 8, expected 9$/
 	],
 	[
 		'entry record size of another layout',
@@ -171,8 +183,13 @@ my @variants = (
 	[ 'shorter than a header', substr($good, 0, 10), qr/^it is truncated$/ ],
 	[
 		'last record malformed (valid CRC)',
-		with_crc(substr($good, 0, $last) . pack('L', 0)),
+		with_crc(substr($good, 0, $last) . pack('L', 0) . $trailer),
 		qr/^malformed entry$/
+	],
+	[
+		'evicted row size of another layout (valid CRC)',
+		with_crc(substr($good, 0, $records_end) . pack('L2', $rowsize + 8, 0)),
+		qr/^evicted row size ${\($rowsize + 8)}, expected $rowsize$/
 	],
 	[
 		'trailing bytes (valid CRC)',
@@ -273,6 +290,11 @@ is(quiet_psql('SELECT dealloc > 0 AND entries_evicted = 5 * dealloc FROM pgss_ng
 	't', 'max = 100: each eviction run (dealloc) evicted a batch of 5');
 is(quiet_psql('SELECT eviction_time > 0 FROM pgss_ng_info'),
 	't', 'max = 100: the eviction runs took time (eviction_time)');
+is(quiet_psql('SELECT last_eviction > stats_reset FROM pgss_ng_info'),
+	't', 'max = 100: last_eviction is set');
+is( quiet_psql(
+		'SELECT sum(entries) = (SELECT entries_evicted FROM pgss_ng_info) FROM pgss_ng_evicted'),
+	't', 'max = 100: the evicted remainder holds every evicted entry');
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 	'max = 100: the hot statements survive eviction');
 
