@@ -110,6 +110,18 @@ counter_datum_NUMERIC(uint64 v)
 }
 
 /*
+ * PUT_COUNTER
+ *		X macro for PGSS_NG_SUM_COUNTERS / PGSS_NG_OWN_COUNTERS: emit counter
+ *		name of c (a PgssNgCounters *) into values[i++], NULL where this
+ *		build cannot measure it.  Uses the caller's values, nulls, i and c.
+ */
+#define PUT_COUNTER(name, ctype, sqltype, measured) \
+	if (measured) \
+		values[i++] = counter_datum_##sqltype(c->name); \
+	else \
+		nulls[i++] = true;
+
+/*
  * put_time_columns
  *		Emit the calls/total/min/max/mean/stddev group of one phase (plan
  *		or exec).  Times in ms.  Returns the next column index.
@@ -250,23 +262,17 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 	i = put_time_columns(values, i, &es->times[PGSS_NG_EXEC]);
 
 	/* the counters that add up, NULL where this build cannot measure */
-#define PUT_SUM(name, ctype, sqltype, measured) \
-	if (measured) \
-		values[i++] = counter_datum_##sqltype(c->name); \
-	else \
-		nulls[i++] = true;
-	PGSS_NG_SUM_COUNTERS(PUT_SUM)
+	PGSS_NG_SUM_COUNTERS(PUT_COUNTER)
 
 	values[i++] = TimestampTzGetDatum(es->stats_since);
 	values[i++] = TimestampTzGetDatum(es->minmax_stats_since);
 
 	/* pgss_ng's own columns, after all of pg_stat_statements' */
-	PGSS_NG_OWN_COUNTERS(PUT_SUM)
+	PGSS_NG_OWN_COUNTERS(PUT_COUNTER)
 	if (es->last_executed != 0)
 		values[i++] = TimestampTzGetDatum(es->last_executed);
 	else
 		nulls[i++] = true;
-#undef PUT_SUM
 	i = put_quantile_columns(values, nulls, i, es->quantiles[PGSS_NG_EXEC]);
 	i = put_quantile_columns(values, nulls, i, es->quantiles[PGSS_NG_PLAN]);
 	i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
@@ -377,14 +383,8 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 			values[i++] = Int64GetDatum(c->calls[k]);
 			values[i++] = Float8GetDatum(c->total_time[k]);
 		}
-#define PUT_SUM(name, ctype, sqltype, measured) \
-		if (measured) \
-			values[i++] = counter_datum_##sqltype(c->name); \
-		else \
-			nulls[i++] = true;
-		PGSS_NG_SUM_COUNTERS(PUT_SUM)
-		PGSS_NG_OWN_COUNTERS(PUT_SUM)
-#undef PUT_SUM
+		PGSS_NG_SUM_COUNTERS(PUT_COUNTER)
+		PGSS_NG_OWN_COUNTERS(PUT_COUNTER)
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
 		values[i++] = Int64GetDatum(rows[r].entries);
