@@ -610,7 +610,9 @@ writer_reload(void)
  *		then the entries.  A file that fails
  *		any check is reported (bad_file) and ignored as a whole: nothing of
  *		it is loaded.  Records beyond pgss_ng.max (the file is sorted by
- *		value) are skipped.  A reload between two records is handled at
+ *		value) are not made into entries: their counts go to the evicted
+ *		remainder (pgss_ng_stmt_evict_record).  A reload between two
+ *		records is handled at
  *		once (writer_reload).  The first time shared memory runs out (the
  *		kind layer's allocation back-off starts:
  *		pgss_ng_kind_alloc_backing_off), the restore stops: the rest are
@@ -664,6 +666,16 @@ load_stats_file(void)
 			oom = true;
 			break;
 		}
+	}
+
+	/* past pgss_ng.max: not lost, evicted at once into the remainder */
+	for (; !oom && !rs.reset && i < nrec; i++)
+	{
+		uint32		reclen = 0;
+
+		(void) read_uint32(data, len, &pos, &reclen);	/* checked */
+		pgss_ng_stmt_evict_record(&rs, data + pos, reclen);
+		pos += reclen;
 	}
 
 	if (rs.reset)

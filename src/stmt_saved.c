@@ -78,6 +78,32 @@ typedef struct InfoRestore
 } InfoRestore;
 
 /*
+ * pgss_ng_stmt_evict_record
+ *		A saved entry that is not restored because pgss_ng.max is lower
+ *		than what was saved: fold its counters into the evicted remainder,
+ *		as one entry, in the restore bracket (not if a full reset came
+ *		since the restore began: rs->reset is then set).  The record was
+ *		checked (pgss_ng_stmt_record_wellformed).  Locks: the restore
+ *		bracket, then the remainder's LWLock.
+ */
+void
+pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data, Size len)
+{
+	PgssNgStmtRecord rec;
+
+	if (rs->reset || len < sizeof(PgssNgStmtRecord))
+		return;
+	memcpy(&rec, data, sizeof(PgssNgStmtRecord));
+	if (!pgss_ng_kind_restore_begin(pgss_ng_stmt_kind, rs->full_resets))
+	{
+		rs->reset = true;
+		return;
+	}
+	pgss_ng_evicted_fold(&rec.key, &rec.counters, 1);
+	pgss_ng_kind_restore_end(pgss_ng_stmt_kind);
+}
+
+/*
  * pgss_ng_stmt_save_evicted
  *		The rows of the evicted remainder the writer saves: a palloc'd
  *		copy, *n of them (their restore is pgss_ng_stmt_restore_info's).

@@ -19,8 +19,9 @@
 #   the file is gone.  The undamaged file, put back, is loaded whole.
 # - A start with pgss_ng.max (100) below the number of saved entries (320)
 #   loads exactly 100, the most valuable first: all 20 hot statements (30
-#   calls each) are kept with their calls, and entries stay <= 100 as new
-#   statements come.
+#   calls each) are kept with their calls, the others' calls go to the
+#   evicted remainder (one entry each there), and entries stay <= 100 as
+#   new statements come.
 # - Across 5 clean restarts with the same statements (run again each time)
 #   the file size does not change, and pgss_ng_info (dealloc,
 #   entries_evicted, eviction_time and last_eviction included, all
@@ -268,6 +269,8 @@ my $hot_sql =
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20', 'max: 20 hot statements with 30 calls each');
 my $saved = quiet_psql('SELECT entries FROM pgss_ng_info');
 cmp_ok($saved, '>=', 320, "max: $saved entries before the restart");
+my $calls_saved = quiet_psql('SELECT sum(calls) FROM pgss_ng');
+is(quiet_psql('SELECT count(*) FROM pgss_ng_evicted'), '0', 'max: nothing evicted yet');
 
 $node->stop('fast');
 $node->adjust_conf('postgresql.conf', 'pgss_ng.max', '100');
@@ -279,6 +282,12 @@ cmp_ok(quiet_psql('SELECT entries FROM pgss_ng_info'), '<=', 100, 'max = 100: en
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 	'max = 100: every hot statement kept, with its 30 calls');
 ok(!-e $statfile, 'max = 100: the file is removed once read');
+is( quiet_psql(
+		'SELECT (SELECT sum(calls) FROM pgss_ng) + (SELECT sum(calls) FROM pgss_ng_evicted)'),
+	$calls_saved,
+	'max = 100: the entries not restored are in the evicted remainder (calls)');
+is(quiet_psql('SELECT sum(entries) FROM pgss_ng_evicted'), $saved - 100,
+	'max = 100: every entry not restored is one of the remainder\'s entries');
 
 # New statements: eviction keeps the limit, the hot ones stay.
 $sql = '';
@@ -293,8 +302,9 @@ is(quiet_psql('SELECT eviction_time > 0 FROM pgss_ng_info'),
 is(quiet_psql('SELECT last_eviction > stats_reset FROM pgss_ng_info'),
 	't', 'max = 100: last_eviction is set');
 is( quiet_psql(
-		'SELECT sum(entries) = (SELECT entries_evicted FROM pgss_ng_info) FROM pgss_ng_evicted'),
-	't', 'max = 100: the evicted remainder holds every evicted entry');
+		'SELECT sum(entries) - (SELECT entries_evicted FROM pgss_ng_info) FROM pgss_ng_evicted'),
+	$saved - 100,
+	'max = 100: the evicted remainder holds every evicted entry, and those not restored');
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 	'max = 100: the hot statements survive eviction');
 
