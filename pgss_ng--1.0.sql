@@ -204,6 +204,29 @@ CREATE VIEW pgss_ng_evicted AS
 
 GRANT SELECT ON pgss_ng_evicted TO PUBLIC;
 
+-- The eviction log: the last pgss_ng.evicted_log entries evicted, oldest
+-- first, with the start of their text.  queryid and query of other roles'
+-- entries only for the privileges of pg_read_all_stats, as in pgss_ng.
+CREATE FUNCTION pgss_ng_evictions(
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT query text,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT stats_since timestamptz,
+    OUT evicted_at timestamptz
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_evictions'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_evictions AS
+  SELECT * FROM pgss_ng_evictions();
+
+GRANT SELECT ON pgss_ng_evictions TO PUBLIC;
+
 -- Reset: superusers only unless granted.
 CREATE FUNCTION pgss_ng_reset(IN userid oid DEFAULT 0,
     IN dbid oid DEFAULT 0,

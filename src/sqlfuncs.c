@@ -2,8 +2,8 @@
  *
  * sqlfuncs.c
  *	  SQL-callable functions: pgss_ng(showtext), pgss_ng_reset(...),
- *	  pgss_ng_info(), pgss_ng_evicted() and the time histograms of one
- *	  entry,
+ *	  pgss_ng_info(), pgss_ng_evicted(), pgss_ng_evictions() and the time
+ *	  histograms of one entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
  * Privileges follow pg_stat_statements, one rule: every role sees every
@@ -53,6 +53,7 @@ PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_reset);
 PG_FUNCTION_INFO_V1(pgss_ng_info);
 PG_FUNCTION_INFO_V1(pgss_ng_evicted);
+PG_FUNCTION_INFO_V1(pgss_ng_evictions);
 PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
 PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
@@ -394,6 +395,59 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 							 nulls);
 	}
 	pfree(rows);
+	return (Datum) 0;
+}
+
+/*
+ * pgss_ng_evictions
+ *		pgss_ng_evictions(): SETOF record, the eviction log, oldest first:
+ *		userid, dbid, toplevel, queryid, query (the start of the text),
+ *		calls, total_exec_time, stats_since, evicted_at.  queryid and query
+ *		of other roles' entries as in pgss_ng (put_identity_columns).
+ *		Errors: library not preloaded.
+ */
+Datum
+pgss_ng_evictions(PG_FUNCTION_ARGS)
+{
+	ReadRows	rr;
+	PgssNgEvictionLogEntry *log;
+	PgssNgStmtSnapshot *es;
+	int			n;
+	int			r;
+
+	check_loaded();
+	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	rr.showtext = true;
+	rr.userid = GetUserId();
+	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
+	rr.db_encoding = GetDatabaseEncoding();
+	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
+	InitMaterializedSRF(fcinfo, 0);
+
+	es = palloc0(sizeof(PgssNgStmtSnapshot));
+	log = pgss_ng_eviction_log_copy(&n);
+	for (r = 0; r < n; r++)
+	{
+		Datum		values[9];
+		bool		nulls[9];
+		int			i;
+
+		memset(nulls, 0, sizeof(nulls));
+		es->key = log[r].key;
+		es->encoding = log[r].encoding;
+		es->query = log[r].qlen >= 0 ?
+			cstring_to_text_with_len(log[r].query, log[r].qlen) : NULL;
+		i = put_identity_columns(values, nulls, 0, es, &rr);
+		values[i++] = Int64GetDatum(log[r].calls);
+		values[i++] = Float8GetDatum(log[r].total_exec_time);
+		values[i++] = TimestampTzGetDatum(log[r].stats_since);
+		values[i++] = TimestampTzGetDatum(log[r].evicted_at);
+		Assert(i == lengthof(values));
+		tuplestore_putvalues(rr.rsinfo->setResult, rr.rsinfo->setDesc,
+							 values, nulls);
+	}
+	pfree(log);
+	pfree(es);
 	return (Datum) 0;
 }
 

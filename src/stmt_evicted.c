@@ -24,12 +24,19 @@
  * in main shared memory; past that, a new (userid, dbid) is folded into
  * one overflow row per toplevel, shown with userid and dbid NULL.
  *
- * Owns: the rows, their hash table and the pgss_ng_evicted LWLock.
+ * The eviction log (pgss_ng_evictions) is a ring of the last
+ * pgss_ng.evicted_log evicted entries (PgssNgEvictionLogEntry: key, the
+ * start of the text, calls, exec time, stats_since, evicted_at), written
+ * by the same fold.  Not saved across a restart; a full reset empties it.
  *
- * Locking: the pgss_ng_evicted LWLock protects the rows; a fold takes it
- * exclusively for O(1) work, innermost (after <name>_dealloc, which the
- * eviction run holds, or after no lock at all: a discarded flush); readers
- * and the writer take it shared while they copy the rows.
+ * Owns: the rows, their hash table, the ring, the GUC pgss_ng.evicted_log
+ * and the pgss_ng_evicted LWLock.
+ *
+ * Locking: the pgss_ng_evicted LWLock protects the rows and the ring; a
+ * fold takes it exclusively for O(1) work, innermost (after
+ * <name>_dealloc, which the eviction run holds, or after no lock at all:
+ * a discarded flush); readers and the writer take it shared while they
+ * copy.  Creations never take it.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +44,7 @@
 
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
@@ -48,15 +56,66 @@
 
 #define EVICTED_LOCK_NAME		"pgss_ng_evicted"
 
-/* Shared state beside the hash table: the overflow rows, by toplevel. */
+/*
+ * Shared state beside the hash table: the overflow rows, by toplevel, and
+ * the eviction log: a ring of evicted_log entries (log_size of them as
+ * made at server start), the next to write at log_written % log_size.
+ */
 typedef struct EvictedControl
 {
 	PgssNgEvictedRow overflow[2];
+	int			log_size;
+	uint64		log_written;	/* entries ever written since the last
+								 * full reset */
+	PgssNgEvictionLogEntry log[FLEXIBLE_ARRAY_MEMBER];
 } EvictedControl;
 
 static EvictedControl *evicted_ctl = NULL;
 static HTAB *evicted_hash = NULL;
 static LWLock *evicted_lock = NULL;
+
+/* GUC pgss_ng.evicted_log: entries in the eviction log (0: none) */
+static int	evicted_log = 100;
+
+/*
+ * pgss_ng_evicted_init
+ *		Define pgss_ng.evicted_log (restart to change).  Called from
+ *		_PG_init while preloading.
+ */
+void
+pgss_ng_evicted_init(void)
+{
+	DefineCustomIntVariable("pgss_ng.evicted_log",
+							"Sets the number of evicted statements "
+							"pgss_ng_evictions remembers.",
+							"0 turns the eviction log off.",
+							&evicted_log,
+							100,
+							0,
+							1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * pgss_ng_eviction_log_on
+ *		Whether evicted entries are logged (pgss_ng.evicted_log > 0 at
+ *		server start).  Read without a lock: it never changes.
+ */
+bool
+pgss_ng_eviction_log_on(void)
+{
+	return evicted_ctl != NULL && evicted_ctl->log_size > 0;
+}
+
+/* bytes of EvictedControl with its ring */
+static Size
+evicted_control_size(void)
+{
+	return add_size(offsetof(EvictedControl, log),
+					mul_size(evicted_log, sizeof(PgssNgEvictionLogEntry)));
+}
 
 /*
  * pgss_ng_evicted_shmem_request / _size / _startup
@@ -73,7 +132,7 @@ pgss_ng_evicted_shmem_request(void)
 Size
 pgss_ng_evicted_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(EvictedControl)),
+	return add_size(MAXALIGN(evicted_control_size()),
 					hash_estimate_size(PGSS_NG_EVICTED_ROWS,
 									   sizeof(PgssNgEvictedRow)));
 }
@@ -85,9 +144,12 @@ pgss_ng_evicted_shmem_startup(void)
 	bool		found;
 
 	evicted_ctl = ShmemInitStruct("pgss_ng evicted",
-								  sizeof(EvictedControl), &found);
+								  evicted_control_size(), &found);
 	if (!found)
-		memset(evicted_ctl, 0, sizeof(EvictedControl));
+	{
+		memset(evicted_ctl, 0, offsetof(EvictedControl, log));
+		evicted_ctl->log_size = evicted_log;
+	}
 	evicted_lock = &GetNamedLWLockTranche(EVICTED_LOCK_NAME)->lock;
 	info.keysize = sizeof(PgssNgStmtKey);
 	info.entrysize = sizeof(PgssNgEvictedRow);
@@ -165,12 +227,14 @@ row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
  * pgss_ng_evicted_fold
  *		Fold counters c of the statement key into its row of the remainder,
  *		counting entries more entries (1 for an evicted entry, 0 for the
- *		counts of a flush that found its entry evicted).  O(1).  Takes the
- *		pgss_ng_evicted LWLock exclusively (innermost); no ERROR.
+ *		counts of a flush that found its entry evicted), and, if log is
+ *		given (and the log on), write it into the ring as the newest entry,
+ *		evicted now.  O(1).  Takes the pgss_ng_evicted LWLock exclusively
+ *		(innermost); no ERROR.
  */
 void
 pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
-					 int64 entries)
+					 int64 entries, const PgssNgEvictionLogEntry *log)
 {
 	PgssNgEvictedRow *row;
 	TimestampTz now = GetCurrentTimestamp();
@@ -179,13 +243,50 @@ pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
 	row = row_for(key->userid, key->dbid, key->toplevel, now);
 	add_sums(&row->counters, c);
 	row->entries += entries;
+	if (log != NULL && evicted_ctl->log_size > 0)
+	{
+		PgssNgEvictionLogEntry *slot;
+
+		slot = &evicted_ctl->log[evicted_ctl->log_written %
+								 evicted_ctl->log_size];
+		*slot = *log;
+		slot->evicted_at = now;
+		evicted_ctl->log_written++;
+	}
 	LWLockRelease(evicted_lock);
+}
+
+/*
+ * pgss_ng_eviction_log_copy
+ *		A palloc'd copy of the eviction log, oldest first, *n entries.
+ *		The pgss_ng_evicted LWLock is held shared while copying.  Memory:
+ *		CurrentMemoryContext (allocated before the lock is taken).
+ */
+PgssNgEvictionLogEntry *
+pgss_ng_eviction_log_copy(int *n)
+{
+	int			size = evicted_ctl->log_size;
+	PgssNgEvictionLogEntry *out;
+	uint64		first;
+	uint64		k;
+	int			i = 0;
+
+	out = palloc(sizeof(PgssNgEvictionLogEntry) * Max(size, 1));
+	LWLockAcquire(evicted_lock, LW_SHARED);
+	first = evicted_ctl->log_written > (uint64) size ?
+		evicted_ctl->log_written - size : 0;
+	for (k = first; k < evicted_ctl->log_written; k++)
+		out[i++] = evicted_ctl->log[k % size];
+	LWLockRelease(evicted_lock);
+	*n = i;
+	return out;
 }
 
 /*
  * pgss_ng_evicted_clear
  *		Clear the rows of userid and dbid (InvalidOid: any); clearing all
- *		clears the overflow rows too (whose userid and dbid are unknown).
+ *		clears the overflow rows (whose userid and dbid are unknown) and
+ *		empties the eviction log too.
  *		Called by a reset with <name>_dealloc held.  Takes the
  *		pgss_ng_evicted LWLock exclusively.
  */
@@ -204,7 +305,10 @@ pgss_ng_evicted_clear(Oid userid, Oid dbid)
 			hash_search(evicted_hash, &row->key, HASH_REMOVE, NULL);
 	}
 	if (userid == InvalidOid && dbid == InvalidOid)
+	{
 		memset(evicted_ctl->overflow, 0, sizeof(evicted_ctl->overflow));
+		evicted_ctl->log_written = 0;
+	}
 	LWLockRelease(evicted_lock);
 }
 

@@ -100,6 +100,7 @@ void
 pgss_ng_stmt_init(void)
 {
 	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
+	pgss_ng_evicted_init();
 	DefineCustomIntVariable("pgss_ng.max",
 							"Sets the maximum number of statements tracked "
 							"by pgss_ng.",
@@ -415,20 +416,48 @@ stmt_discard_pending(PgssNgEntryRef *ref)
 {
 	const PgssNgPending *p = (const PgssNgPending *) ref->pending;
 
-	pgss_ng_evicted_fold((const PgssNgStmtKey *) ref->key, &p->counters, 0);
+	pgss_ng_evicted_fold((const PgssNgStmtKey *) ref->key, &p->counters, 0,
+						 NULL);
 }
 
 /*
  * stmt_evicted
  *		evicted_cb: fold the final counters of an evicted entry into the
- *		evicted remainder.  <name>_dealloc held (the eviction run); O(1).
+ *		evicted remainder and, with pgss_ng.evicted_log on, write it to the
+ *		eviction log with the start of its text (at most
+ *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes, cut at a character boundary of
+ *		its encoding).  <name>_dealloc held (the eviction run); O(1).
  */
 static void
 stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	PgssNgEvictionLogEntry log;
 
-	pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters, 1);
+	if (!pgss_ng_eviction_log_on())
+	{
+		pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters, 1,
+							 NULL);
+		return;
+	}
+	memcpy(&log.key, key, sizeof(PgssNgStmtKey));
+	log.encoding = sh->encoding;
+	log.qlen = -1;
+	if (DsaPointerIsValid(sh->qtext))
+	{
+		int			len;
+		const char *data = pgss_ng_qtext_data(pgss_ng_kind_area(kind),
+											  sh->qtext, &len);
+
+		log.qlen = pg_encoding_mbcliplen(sh->encoding, data, len,
+										 PGSS_NG_EVICTION_LOG_TEXT - 1);
+		memcpy(log.query, data, log.qlen);
+	}
+	log.calls = sh->counters.calls[PGSS_NG_EXEC];
+	log.total_exec_time = sh->counters.total_time[PGSS_NG_EXEC];
+	log.stats_since = sh->stats_since;
+	log.evicted_at = 0;			/* set by the fold */
+	pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters, 1, &log);
 }
 
 /*

@@ -249,6 +249,27 @@ typedef struct PgssNgEvictedRow
 	PgssNgCounters counters;
 } PgssNgEvictedRow;
 
+/* Bytes of an evicted entry's text kept in the eviction log, at most. */
+#define PGSS_NG_EVICTION_LOG_TEXT	256
+
+/*
+ * One entry of the eviction log (stmt_evicted.c): an evicted entry's key,
+ * the start of its text (cut at a character boundary, qlen bytes, -1: it
+ * had none), its execution calls and time (ms), creation and eviction
+ * times.
+ */
+typedef struct PgssNgEvictionLogEntry
+{
+	PgssNgStmtKey key;
+	int32		encoding;		/* the text's */
+	int32		qlen;
+	int64		calls;
+	double		total_exec_time;
+	TimestampTz stats_since;
+	TimestampTz evicted_at;
+	char		query[PGSS_NG_EVICTION_LOG_TEXT];
+} PgssNgEvictionLogEntry;
+
 /* the statement kind's handle in the kind layer */
 extern PgssNgKind *pgss_ng_stmt_kind;
 
@@ -286,6 +307,7 @@ extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 									  bool minmax_only);
 extern void pgss_ng_stmt_info(PgssNgInfoSnapshot *out);
 extern PgssNgEvictedRow *pgss_ng_evicted_copy(Oid only_userid, int *n);
+extern PgssNgEvictionLogEntry *pgss_ng_eviction_log_copy(int *n);
 extern bool pgss_ng_stmt_histograms(const PgssNgStmtKey *key,
 									PgssNgHistPair *out);
 

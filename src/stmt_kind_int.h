@@ -115,12 +115,15 @@ extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
 							   const PgssNgCounters *src,
 							   const bool *src_minmax);
 
-/* stmt_evicted.c: the evicted remainder */
+/* stmt_evicted.c: the evicted remainder and the eviction log */
+extern void pgss_ng_evicted_init(void);
 extern void pgss_ng_evicted_shmem_request(void);
 extern Size pgss_ng_evicted_shmem_size(void);
 extern void pgss_ng_evicted_shmem_startup(void);
 extern void pgss_ng_evicted_fold(const PgssNgStmtKey *key,
-								 const PgssNgCounters *c, int64 entries);
+								 const PgssNgCounters *c, int64 entries,
+								 const PgssNgEvictionLogEntry *log);
+extern bool pgss_ng_eviction_log_on(void);
 extern void pgss_ng_evicted_clear(Oid userid, Oid dbid);
 extern void pgss_ng_evicted_restore(const PgssNgEvictedRow *saved);
 

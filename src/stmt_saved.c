@@ -99,7 +99,7 @@ pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data, Size len)
 		rs->reset = true;
 		return;
 	}
-	pgss_ng_evicted_fold(&rec.key, &rec.counters, 1);
+	pgss_ng_evicted_fold(&rec.key, &rec.counters, 1, NULL);
 	pgss_ng_kind_restore_end(pgss_ng_stmt_kind);
 }
 
