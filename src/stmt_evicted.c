@@ -92,7 +92,7 @@ pgss_ng_evicted_init(void)
 							&evicted_log,
 							100,
 							0,
-							1000000,
+							100000,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
