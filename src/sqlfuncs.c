@@ -420,7 +420,7 @@ pgss_ng_evictions(PG_FUNCTION_ARGS)
 	rr.showtext = true;
 	rr.userid = GetUserId();
 	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
-	rr.db_encoding = GetDatabaseEncoding();
+	pgss_ng_convert_init(&rr.convert);
 	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
 	InitMaterializedSRF(fcinfo, 0);
 
