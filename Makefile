@@ -26,6 +26,7 @@ OBJS = \
 	src/stmt_read.o \
 	src/stmt_saved.o \
 	src/stmt_errors.o \
+	src/stmt_evicted.o \
 	src/stmt_backend.o \
 	src/hist.o \
 	src/normalize.o \
@@ -170,8 +171,8 @@ endif
 .PHONY: saved-layout
 saved-layout:
 	@printf '%s\n' '#include "postgres.h"' '#include "stmt_saved.h"' '#undef printf' \
-	  'int main(void) { printf("PGSS_NG_SAVED_INFO_SIZE %zu\nPGSS_NG_STMT_RECORD_SIZE %zu\nPGSS_NG_STMT_RECORD_LAYOUT %llu\n",' \
-	  'sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), (unsigned long long) PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD); return 0; }' \
+	  'int main(void) { printf("PGSS_NG_SAVED_INFO_SIZE %zu\nPGSS_NG_STMT_RECORD_SIZE %zu\nPGSS_NG_STMT_RECORD_LAYOUT %llu\nPGSS_NG_EVICTED_ROW_SIZE %zu\n",' \
+	  'sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), (unsigned long long) PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD, sizeof(PgssNgEvictedRow)); return 0; }' \
 	  > saved_layout.c
 	@$(CC) $(CPPFLAGS) -o saved_layout saved_layout.c && ./saved_layout; \
 	  rc=$$?; rm -f saved_layout saved_layout.c; exit $$rc

@@ -197,7 +197,8 @@ CREATE FUNCTION pgss_ng_info(
     OUT qtext_count bigint,
     OUT qtext_dropped bigint,
     OUT entries_evicted bigint,
-    OUT eviction_time float8
+    OUT eviction_time float8,
+    OUT last_eviction timestamptz
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'
@@ -207,6 +208,95 @@ CREATE VIEW pgss_ng_info AS
   SELECT * FROM pgss_ng_info();
 
 GRANT SELECT ON pgss_ng_info TO PUBLIC;
+
+-- The evicted remainder: per (userid, dbid, toplevel), the columns of
+-- pgss_ng that add up, summed over every entry evicted since the last
+-- reset of those rows, then how many entries were folded in and when the
+-- first was.  sum(calls) over pgss_ng plus over pgss_ng_evicted is every
+-- execution recorded.  A role sees only its own rows unless it has the
+-- privileges of pg_read_all_stats; userid and dbid are NULL in the
+-- overflow rows (more (userid, dbid) pairs than the remainder holds).
+CREATE FUNCTION pgss_ng_evicted(
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT plans int8,
+    OUT total_plan_time float8,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT rows int8,
+    OUT shared_blks_hit int8,
+    OUT shared_blks_read int8,
+    OUT shared_blks_dirtied int8,
+    OUT shared_blks_written int8,
+    OUT local_blks_hit int8,
+    OUT local_blks_read int8,
+    OUT local_blks_dirtied int8,
+    OUT local_blks_written int8,
+    OUT temp_blks_read int8,
+    OUT temp_blks_written int8,
+    OUT shared_blk_read_time float8,
+    OUT shared_blk_write_time float8,
+    OUT local_blk_read_time float8,
+    OUT local_blk_write_time float8,
+    OUT temp_blk_read_time float8,
+    OUT temp_blk_write_time float8,
+    OUT wal_records int8,
+    OUT wal_fpi int8,
+    OUT wal_bytes numeric,
+    OUT wal_buffers_full int8,
+    OUT jit_functions int8,
+    OUT jit_generation_time float8,
+    OUT jit_inlining_count int8,
+    OUT jit_inlining_time float8,
+    OUT jit_optimization_count int8,
+    OUT jit_optimization_time float8,
+    OUT jit_emission_count int8,
+    OUT jit_emission_time float8,
+    OUT jit_deform_count int8,
+    OUT jit_deform_time float8,
+    OUT parallel_workers_to_launch int8,
+    OUT parallel_workers_launched int8,
+    OUT errors int8,
+    OUT error_exec_time float8,
+    OUT exec_user_time float8,
+    OUT exec_system_time float8,
+    OUT plan_user_time float8,
+    OUT plan_system_time float8,
+    OUT entries int8,
+    OUT evicted_since timestamptz
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_evicted'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_evicted AS
+  SELECT * FROM pgss_ng_evicted();
+
+GRANT SELECT ON pgss_ng_evicted TO PUBLIC;
+
+-- The eviction log: the last pgss_ng.evicted_log entries evicted, oldest
+-- first, with the start of their text.  queryid and query of other roles'
+-- entries only for the privileges of pg_read_all_stats, as in pgss_ng.
+CREATE FUNCTION pgss_ng_evictions(
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT query text,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT stats_since timestamptz,
+    OUT evicted_at timestamptz
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_evictions'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_evictions AS
+  SELECT * FROM pgss_ng_evictions();
+
+GRANT SELECT ON pgss_ng_evictions TO PUBLIC;
 
 -- Reset: superusers only unless granted.
 CREATE FUNCTION pgss_ng_reset(IN userid oid DEFAULT 0,

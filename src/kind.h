@@ -135,6 +135,18 @@ typedef struct PgssNgKindDesc
 	void		(*free_cb) (PgssNgKind *kind, void *shared_data);
 
 	/*
+	 * Optional: an entry was evicted (not reset).  Called once per victim
+	 * by the eviction run, with <name>_dealloc held and no other lock of
+	 * this layer, after the entry left the hash and before free_cb: nobody
+	 * else can see the entry any more, and no backend held a reference to
+	 * it (eviction leaves those), so its kind data is final.  O(1); it may
+	 * only take locks that come after those (innermost) and must not raise
+	 * an ERROR.
+	 */
+	void		(*evicted_cb) (PgssNgKind *kind, const void *key,
+							   const void *shared_data);
+
+	/*
 	 * Optional: whether memory the kind data owns (e.g. a query text
 	 * arena) is short, so that eviction should run even with live entries
 	 * at or below max (pgss_ng_kind_evict).  With starting, whether it is
@@ -221,11 +233,13 @@ typedef bool (*PgssNgVisitFn) (PgssNgKind *kind, const void *key,
 typedef void (*PgssNgEmitFn) (void *arg);
 typedef bool (*PgssNgMatchFn) (const void *key, void *arg);
 typedef void (*PgssNgUpdateFn) (void *shared_data, void *arg);
+typedef void (*PgssNgLockedFn) (void *arg);
 
 extern void pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
 								 PgssNgEmitFn emit, void *arg);
 extern uint64 pgss_ng_kind_remove_matching(PgssNgKind *kind,
-										   PgssNgMatchFn match, void *arg);
+										   PgssNgMatchFn match, void *arg,
+										   PgssNgLockedFn locked);
 extern uint64 pgss_ng_kind_update_matching(PgssNgKind *kind,
 										   PgssNgMatchFn match,
 										   PgssNgUpdateFn update, void *arg);
@@ -239,6 +253,8 @@ typedef struct PgssNgKindCounters
 	int64		backstop_skips; /* creations refused at the backstop */
 	int64		entries_evicted;	/* entries evicted */
 	int64		eviction_ns;	/* time spent in eviction runs */
+	TimestampTz last_eviction;	/* end of the last run that evicted, 0:
+								 * none since the last reset */
 } PgssNgKindCounters;
 
 extern void pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out);
@@ -248,7 +264,8 @@ extern void pgss_ng_kind_reset_counters(PgssNgKind *kind);
 extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 										  int64 entries_evicted,
 										  int64 backstop_skips,
-										  int64 eviction_ns);
+										  int64 eviction_ns,
+										  TimestampTz last_eviction);
 extern void pgss_ng_kind_evict(PgssNgKind *kind);
 extern bool pgss_ng_kind_alloc_backing_off(PgssNgKind *kind);
 

@@ -39,11 +39,11 @@
  *
  * Owns: the eviction queue and its nodes, PgssNgKindControl.dealloc
  * (eviction runs that evicted entries, pg_stat_statements' meaning),
- * entries_evicted (entries they evicted) and eviction_ns (their time);
- * the usage and usage_time of bodies are written by flushes
- * (kind_entry.c) and read here.  Whoever releases the last reference to
- * a body frees it here (kind_release_ref), counting it out of
- * entries_allocated.
+ * entries_evicted (entries they evicted), eviction_ns (their time) and
+ * last_eviction (the end of the last of them); the usage and usage_time
+ * of bodies are written by flushes (kind_entry.c) and read here.
+ * Whoever releases the last reference to a body frees it here
+ * (kind_release_ref), counting it out of entries_allocated.
  *
  * Locking: <name>_dealloc serializes removals (eviction, reset) and owns
  * the queue; eviction takes it conditionally: a backend that finds another
@@ -308,7 +308,8 @@ queue_front_to_back(PgssNgKind *kind, dsa_pointer rest)
  *		release the hash's reference to the body.  Returns whether it was
  *		removed.  Locks: <name>_dealloc held by the caller; the entry's
  *		partition lock exclusively, then its entry lock
- *		(kind_mark_removed); free_cb runs with only <name>_dealloc held.
+ *		(kind_mark_removed); evicted_cb (an eviction) and free_cb run
+ *		with only <name>_dealloc held.
  *		The queue is consistent before anything that may raise an ERROR
  *		(freeing) runs, and the nodes its unlinking writes to are mapped
  *		before the entry is touched.
@@ -350,6 +351,10 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 	kind_mark_removed(hdr, reason);
 	dshash_delete_entry(kind->hash, he);
 	queue_unlink(kind, np);
+	/* final: out of the hash, and nobody held a reference (above) */
+	if (reason == PGSS_NG_REMOVED_BY_EVICTION && kind->desc->evicted_cb)
+		kind->desc->evicted_cb(kind, PgssNgNodeKey(node),
+							   PgssNgSharedData(hdr));
 	dsa_free(kind->area, np);
 	kind_forget_body(kind, body, hdr);
 	return true;
@@ -553,9 +558,10 @@ requeue_examined(PgssNgKind *kind, EvictExam *ex)
  * are, this run evicts fewer and a later one the rest); their sort runs
  * with no lock but <name>_dealloc; victims are then removed one by one
  * (kind_remove_node) and the examined entries requeued
- * (requeue_examined).  A run that evicted entries counts one in
- * dealloc, each entry it evicted one in entries_evicted, and its time in
- * eviction_ns.
+ * (requeue_examined).  Each victim goes to the kind's evicted_cb (its
+ * fold into what the kind keeps of evicted entries).  A run that evicted
+ * entries counts one in dealloc, each entry it evicted one in
+ * entries_evicted, its time in eviction_ns, and sets last_eviction.
  * Memory: a temporary context under CurrentMemoryContext, deleted before
  * returning.  Errors: out of memory (caller's guard releases the locks).
  */
@@ -637,6 +643,8 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 	{
 		pg_atomic_fetch_add_u64(&ctl->dealloc, 1);
 		pg_atomic_fetch_add_u64(&ctl->entries_evicted, nevicted);
+		pg_atomic_write_u64(&ctl->last_eviction,
+							(uint64) GetCurrentTimestamp());
 	}
 
 	MemoryContextSwitchTo(oldcxt);

@@ -133,6 +133,8 @@ typedef struct PgssNgKindControl
 									 * published by the kind's owner
 									 * (pgss_ng_kind_set_max_entries) */
 	pg_atomic_uint64 eviction_ns;	/* time spent in eviction runs */
+	pg_atomic_uint64 last_eviction; /* TimestampTz: end of the last run
+									 * that evicted, 0: none */
 	dsa_pointer_atomic evict_new;	/* stack of the nodes of entries
 									 * published since the last run, newest
 									 * first (kind_evict.c) */

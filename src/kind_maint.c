@@ -77,9 +77,14 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
  *		(waiting: a reset waits for a running eviction, or an entry being
  *		restored), then, for each entry removed, its partition lock
  *		exclusively and its entry lock to set removed (kind_remove_node).
+ *		locked (if not NULL) is called with arg after the removals,
+ *		<name>_dealloc still held: what the kind keeps of evicted entries
+ *		(evicted_cb) is cleared there, so that no eviction comes between
+ *		the two.
  */
 uint64
-pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
+pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg,
+							 PgssNgLockedFn locked)
 {
 	PgssNgKindControl *ctl = kind->ctl;
 	dsa_pointer np;
@@ -101,6 +106,8 @@ pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg)
 			nremoved++;
 		np = next;
 	}
+	if (locked)
+		locked(arg);
 	LWLockRelease(kind->dealloc_lock);
 
 	return nremoved;
@@ -157,6 +164,7 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 	out->entries_evicted = (int64) pg_atomic_read_u64(&ctl->entries_evicted);
 	out->backstop_skips = (int64) pg_atomic_read_u64(&ctl->backstop_skips);
 	out->eviction_ns = (int64) pg_atomic_read_u64(&ctl->eviction_ns);
+	out->last_eviction = (TimestampTz) pg_atomic_read_u64(&ctl->last_eviction);
 }
 
 /*
@@ -184,25 +192,30 @@ pgss_ng_kind_max_entries(PgssNgKind *kind)
 /*
  * pgss_ng_kind_restore_counters
  *		Add the event counters read back from disk (to whatever was counted
- *		since the start, if anything).
+ *		since the start, if anything); the last eviction's time is the saved
+ *		one unless a run evicted since the start.
  */
 void
 pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 							  int64 entries_evicted, int64 backstop_skips,
-							  int64 eviction_ns)
+							  int64 eviction_ns, TimestampTz last_eviction)
 {
+	uint64		none = 0;
+
 	pg_atomic_fetch_add_u64(&kind->ctl->dealloc, (uint64) dealloc);
 	pg_atomic_fetch_add_u64(&kind->ctl->entries_evicted,
 							(uint64) entries_evicted);
 	pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips,
 							(uint64) backstop_skips);
 	pg_atomic_fetch_add_u64(&kind->ctl->eviction_ns, (uint64) eviction_ns);
+	(void) pg_atomic_compare_exchange_u64(&kind->ctl->last_eviction, &none,
+										  (uint64) last_eviction);
 }
 
 /*
  * pgss_ng_kind_reset_counters
  *		Restart the event counters (dealloc, entries_evicted,
- *		backstop_skips, eviction time).
+ *		backstop_skips, eviction time, the last eviction's time).
  */
 void
 pgss_ng_kind_reset_counters(PgssNgKind *kind)
@@ -211,6 +224,7 @@ pgss_ng_kind_reset_counters(PgssNgKind *kind)
 	pg_atomic_write_u64(&kind->ctl->entries_evicted, 0);
 	pg_atomic_write_u64(&kind->ctl->backstop_skips, 0);
 	pg_atomic_write_u64(&kind->ctl->eviction_ns, 0);
+	pg_atomic_write_u64(&kind->ctl->last_eviction, 0);
 }
 
 /*

@@ -177,6 +177,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 		pg_atomic_init_u64(&ctl->full_resets, 0);
 		pg_atomic_init_u32(&ctl->max_entries, (uint32) max_entries);
 		pg_atomic_init_u64(&ctl->eviction_ns, 0);
+		pg_atomic_init_u64(&ctl->last_eviction, 0);
 		dsa_pointer_atomic_init(&ctl->evict_new, InvalidDsaPointer);
 		ctl->evict_front = InvalidDsaPointer;
 		ctl->evict_back = InvalidDsaPointer;

@@ -266,8 +266,8 @@ file_write_uint32(StatFile *f, uint32 v)
 
 /*
  * write_stats_file
- *		Write every entry and the info counters to PGSS_NG_STAT_FILE, most
- *		valuable entries first: serialize the entries, sort them, stream
+ *		Write every entry, the info counters and the rows of the evicted
+ *		remainder to PGSS_NG_STAT_FILE, most valuable entries first: serialize the entries, sort them, stream
  *		them to a temporary file with a running CRC-32C, fsync, rename
  *		durably.  Failures are logged (LOG) and leave no file behind.
  *		Memory: CurrentMemoryContext (about the size of the file).
@@ -278,6 +278,8 @@ write_stats_file(void)
 	WriteState	ws;
 	StatFile	f;
 	PgssNgSavedInfo info;
+	PgssNgEvictedRow *evicted;
+	int			nevicted;
 	int			i;
 
 	ws.size = 256;
@@ -287,6 +289,7 @@ write_stats_file(void)
 	qsort(ws.entries, ws.n, sizeof(SavedEntry), saved_entry_cmp);
 
 	pgss_ng_stmt_save_info(&info);
+	evicted = pgss_ng_stmt_save_evicted(&nevicted);
 
 	f.fd = OpenTransientFile(PGSS_NG_STAT_TMPFILE,
 							 O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
@@ -312,6 +315,9 @@ write_stats_file(void)
 		file_write_uint32(&f, ws.entries[i].len);
 		file_write(&f, ws.entries[i].data, ws.entries[i].len);
 	}
+	file_write_uint32(&f, sizeof(PgssNgEvictedRow));
+	file_write_uint32(&f, nevicted);
+	file_write(&f, evicted, sizeof(PgssNgEvictedRow) * nevicted);
 	FIN_CRC32C(f.crc);
 	if (!f.failed)
 	{
@@ -434,14 +440,19 @@ read_stats_file(Size *len)
 /*
  * check_records
  *		Whether the nrec records from pos on (each a uint32 length and that
- *		many bytes) end exactly at len and are each well-formed
- *		(pgss_ng_stmt_record_wellformed); otherwise reports the problem
- *		(bad_file) and returns false.
+ *		many bytes) are each well-formed (pgss_ng_stmt_record_wellformed)
+ *		and are followed by the evicted remainder (the size of a row, which
+ *		must be this build's, their number and the rows) ending exactly at
+ *		len; otherwise reports the problem (bad_file) and returns false.
+ *		Sets *evicted_pos to the remainder's first row and *nevicted to
+ *		their number.
  */
 static bool
-check_records(const char *data, Size len, Size pos, uint32 nrec)
+check_records(const char *data, Size len, Size pos, uint32 nrec,
+			  Size *evicted_pos, uint32 *nevicted)
 {
 	uint32		i;
+	uint32		rowsize;
 
 	for (i = 0; i < nrec; i++)
 	{
@@ -459,6 +470,25 @@ check_records(const char *data, Size len, Size pos, uint32 nrec)
 		}
 		pos += reclen;
 	}
+	if (!read_uint32(data, len, &pos, &rowsize) ||
+		!read_uint32(data, len, &pos, nevicted))
+	{
+		bad_file("it is truncated");
+		return false;
+	}
+	if (rowsize != sizeof(PgssNgEvictedRow))
+	{
+		bad_file(psprintf("evicted row size %u, expected %u",
+						  rowsize, (uint32) sizeof(PgssNgEvictedRow)));
+		return false;
+	}
+	if ((len - pos) / rowsize < *nevicted)
+	{
+		bad_file("it is truncated");
+		return false;
+	}
+	*evicted_pos = pos;
+	pos += (Size) rowsize * *nevicted;
 	if (pos != len)
 	{
 		bad_file("trailing bytes after the last entry");
@@ -471,14 +501,17 @@ check_records(const char *data, Size len, Size pos, uint32 nrec)
  * check_stats_file
  *		Check a stats file read into data: its size, magic number, format
  *		version, PostgreSQL major version, record size, CRC-32C, info block
- *		and the framing and form of every record.  On success, returns true
- *		with *len cut to exclude the CRC, *pos at the first record, the
- *		info block in *info and the number of records in *nrec; otherwise
- *		reports the problem (bad_file) and returns false.
+ *		and the framing and form of every record and the framing of the
+ *		evicted remainder.  On success, returns true with *len cut to
+ *		exclude the CRC, *pos at the first record, the info block in *info,
+ *		the number of records in *nrec, and the remainder's rows at
+ *		*evicted_pos (*nevicted of them); otherwise reports the problem
+ *		(bad_file) and returns false.
  */
 static bool
 check_stats_file(const char *data, Size *len, Size *pos,
-				 PgssNgSavedInfo *info, uint32 *nrec)
+				 PgssNgSavedInfo *info, uint32 *nrec,
+				 Size *evicted_pos, uint32 *nevicted)
 {
 	uint32		magic = 0,
 				version = 0,
@@ -548,7 +581,7 @@ check_stats_file(const char *data, Size *len, Size *pos,
 	}
 
 	/* check every record before creating anything */
-	return check_records(data, *len, *pos, *nrec);
+	return check_records(data, *len, *pos, *nrec, evicted_pos, nevicted);
 }
 
 /*
@@ -573,10 +606,13 @@ writer_reload(void)
 /*
  * load_stats_file
  *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
- *		holds: the info counters first, then the entries.  A file that fails
+ *		holds: the info counters and the evicted remainder's rows first,
+ *		then the entries.  A file that fails
  *		any check is reported (bad_file) and ignored as a whole: nothing of
  *		it is loaded.  Records beyond pgss_ng.max (the file is sorted by
- *		value) are skipped.  A reload between two records is handled at
+ *		value) are not made into entries: their counts go to the evicted
+ *		remainder (pgss_ng_stmt_evict_record).  A reload between two
+ *		records is handled at
  *		once (writer_reload).  The first time shared memory runs out (the
  *		kind layer's allocation back-off starts:
  *		pgss_ng_kind_alloc_backing_off), the restore stops: the rest are
@@ -598,16 +634,21 @@ load_stats_file(void)
 				i;
 	PgssNgSavedInfo info;
 	PgssNgRestore rs;
+	Size		evicted_pos = 0;
+	uint32		nevicted = 0;
 	bool		oom = false;
 
 	data = read_stats_file(&len);
 	if (data == NULL)
 		return;
-	if (!check_stats_file(data, &len, &pos, &info, &nrec))
+	if (!check_stats_file(data, &len, &pos, &info, &nrec, &evicted_pos,
+						  &nevicted))
 		return;
 
 	pgss_ng_stmt_restore_start(&rs);
-	pgss_ng_stmt_restore_info(&rs, &info);
+	pgss_ng_stmt_restore_info(&rs, &info,
+							  data + evicted_pos,
+							  nevicted);
 	for (i = 0; i < nrec && !rs.reset &&
 		 rs.restored + rs.skipped < (Size) pgss_ng_kind_max_entries(kind);
 		 i++)
@@ -625,6 +666,16 @@ load_stats_file(void)
 			oom = true;
 			break;
 		}
+	}
+
+	/* past pgss_ng.max: not lost, evicted at once into the remainder */
+	for (; !oom && !rs.reset && i < nrec; i++)
+	{
+		uint32		reclen = 0;
+
+		(void) read_uint32(data, len, &pos, &reclen);	/* checked */
+		pgss_ng_stmt_evict_record(&rs, data + pos, reclen);
+		pos += reclen;
 	}
 
 	if (rs.reset)

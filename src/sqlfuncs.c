@@ -4,8 +4,8 @@
  *	  SQL-callable functions: pgss_ng(showtext, changed_since) (the
  *	  counters) and pgss_ng_detail(showtext, changed_since) (the same rows,
  *	  with when each entry last ran, its time quantiles and its CPU
- *	  times), pgss_ng_reset(...),
- *	  pgss_ng_info() and the time histograms of one entry,
+ *	  times), pgss_ng_reset(...), pgss_ng_info(), pgss_ng_evicted(),
+ *	  pgss_ng_evictions() and the time histograms of one entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
  * Privileges follow pg_stat_statements, one rule: every role sees every
@@ -14,7 +14,9 @@
  * unless it has the privileges of pg_read_all_stats (superusers do).  The
  * histogram functions name the entry by its queryid, so another role's
  * need those privileges: an answer would tell that the role ran the
- * statement of a queryid the caller computed.  pgss_ng_reset() is revoked
+ * statement of a queryid the caller computed.  The evicted remainder of
+ * other roles needs them too (the issue's rule: other roles' rows only
+ * for those privileges).  pgss_ng_reset() is revoked
  * from PUBLIC in the install script.
  *
  * These functions only turn what the statement kind (stmt_kind.h) gives
@@ -57,6 +59,8 @@ PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_detail);
 PG_FUNCTION_INFO_V1(pgss_ng_reset);
 PG_FUNCTION_INFO_V1(pgss_ng_info);
+PG_FUNCTION_INFO_V1(pgss_ng_evicted);
+PG_FUNCTION_INFO_V1(pgss_ng_evictions);
 PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
 PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
@@ -118,6 +122,18 @@ counter_datum_NUMERIC(uint64 v)
 	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
 							   ObjectIdGetDatum(0), Int32GetDatum(-1));
 }
+
+/*
+ * PUT_COUNTER
+ *		X macro for PGSS_NG_SUM_COUNTERS / PGSS_NG_OWN_COUNTERS: emit counter
+ *		name of c (a PgssNgCounters *) into values[i++], NULL where this
+ *		build cannot measure it.  Uses the caller's values, nulls, i and c.
+ */
+#define PUT_COUNTER(name, ctype, sqltype, measured) \
+	if (measured) \
+		values[i++] = counter_datum_##sqltype(c->name); \
+	else \
+		nulls[i++] = true;
 
 /*
  * put_time_columns
@@ -263,19 +279,13 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 	i = put_time_columns(values, i, &es->times[PGSS_NG_EXEC]);
 
 	/* the counters that add up, NULL where this build cannot measure */
-#define PUT_SUM(name, ctype, sqltype, measured) \
-	if (measured) \
-		values[i++] = counter_datum_##sqltype(c->name); \
-	else \
-		nulls[i++] = true;
-	PGSS_NG_SUM_COUNTERS(PUT_SUM)
+	PGSS_NG_SUM_COUNTERS(PUT_COUNTER)
 
 	values[i++] = TimestampTzGetDatum(es->stats_since);
 	values[i++] = TimestampTzGetDatum(es->minmax_stats_since);
 
 	/* pgss_ng's own columns, after all of pg_stat_statements' */
-	PGSS_NG_OWN_COUNTERS(PUT_SUM)
-#undef PUT_SUM
+	PGSS_NG_OWN_COUNTERS(PUT_COUNTER)
 	Assert(i == PGSS_NG_COLS);
 
 	/* pgss_ng_detail's: what is kept of the times beside the counters */
@@ -385,6 +395,132 @@ pgss_ng_detail(PG_FUNCTION_ARGS)
 }
 
 /*
+ * number of output columns of pgss_ng_evicted(): identity, plans and
+ * their total time, calls and theirs, the sums, the own counters, CPU
+ * times, entries and evicted_since
+ */
+#define PGSS_NG_EVICTED_COLS \
+	(3 + 2 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + \
+	 PGSS_NG_NUM_OWN_COUNTERS + 2 * PGSS_NG_NUMPHASE + 2)
+
+/*
+ * pgss_ng_evicted
+ *		pgss_ng_evicted(): SETOF record, one row per (userid, dbid,
+ *		toplevel) of the evicted remainder (stmt_evicted.c): the columns of
+ *		pgss_ng that add up, summed over the evicted entries, then entries
+ *		and evicted_since.  A role without the privileges of
+ *		pg_read_all_stats sees only its own rows; the overflow rows (userid
+ *		and dbid NULL) only such roles see.  Errors: library not preloaded.
+ */
+Datum
+pgss_ng_evicted(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			userid = GetUserId();
+	PgssNgEvictedRow *rows;
+	int			n;
+	int			r;
+
+	check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	rows = pgss_ng_evicted_copy(has_privs_of_role(userid,
+												  ROLE_PG_READ_ALL_STATS) ?
+								InvalidOid : userid, &n);
+	for (r = 0; r < n; r++)
+	{
+		const PgssNgCounters *c = &rows[r].counters;
+		Datum		values[PGSS_NG_EVICTED_COLS];
+		bool		nulls[PGSS_NG_EVICTED_COLS];
+		int			i = 0;
+		int			k;
+
+		memset(nulls, 0, sizeof(nulls));
+		if (rows[r].key.userid == InvalidOid)
+		{
+			nulls[i++] = true;
+			nulls[i++] = true;
+		}
+		else
+		{
+			values[i++] = ObjectIdGetDatum(rows[r].key.userid);
+			values[i++] = ObjectIdGetDatum(rows[r].key.dbid);
+		}
+		values[i++] = BoolGetDatum(rows[r].key.toplevel);
+		/* plans, then calls (exec), each with its total time */
+		for (k = PGSS_NG_PLAN; k <= PGSS_NG_EXEC; k++)
+		{
+			values[i++] = Int64GetDatum(c->calls[k]);
+			values[i++] = Float8GetDatum(c->total_time[k]);
+		}
+		PGSS_NG_SUM_COUNTERS(PUT_COUNTER)
+		PGSS_NG_OWN_COUNTERS(PUT_COUNTER)
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+		values[i++] = Int64GetDatum(rows[r].entries);
+		values[i++] = TimestampTzGetDatum(rows[r].evicted_since);
+		Assert(i == PGSS_NG_EVICTED_COLS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+							 nulls);
+	}
+	pfree(rows);
+	return (Datum) 0;
+}
+
+/*
+ * pgss_ng_evictions
+ *		pgss_ng_evictions(): SETOF record, the eviction log, oldest first:
+ *		userid, dbid, toplevel, queryid, query (the start of the text),
+ *		calls, total_exec_time, stats_since, evicted_at.  queryid and query
+ *		of other roles' entries as in pgss_ng (put_identity_columns).
+ *		Errors: library not preloaded.
+ */
+Datum
+pgss_ng_evictions(PG_FUNCTION_ARGS)
+{
+	ReadRows	rr;
+	PgssNgEvictionLogEntry *log;
+	PgssNgStmtSnapshot *es;
+	int			n;
+	int			r;
+
+	check_loaded();
+	memset(&rr, 0, sizeof(rr));
+	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	rr.showtext = true;
+	rr.userid = GetUserId();
+	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
+	pgss_ng_convert_init(&rr.convert);
+	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
+	InitMaterializedSRF(fcinfo, 0);
+
+	es = palloc0(sizeof(PgssNgStmtSnapshot));
+	log = pgss_ng_eviction_log_copy(&n);
+	for (r = 0; r < n; r++)
+	{
+		Datum		values[9];
+		bool		nulls[9];
+		int			i;
+
+		memset(nulls, 0, sizeof(nulls));
+		es->key = log[r].key;
+		es->encoding = log[r].encoding;
+		es->query = log[r].qlen >= 0 ?
+			cstring_to_text_with_len(log[r].query, log[r].qlen) : NULL;
+		i = put_identity_columns(values, nulls, 0, es, &rr);
+		values[i++] = Int64GetDatum(log[r].calls);
+		values[i++] = Float8GetDatum(log[r].total_exec_time);
+		values[i++] = TimestampTzGetDatum(log[r].stats_since);
+		values[i++] = TimestampTzGetDatum(log[r].evicted_at);
+		Assert(i == lengthof(values));
+		tuplestore_putvalues(rr.rsinfo->setResult, rr.rsinfo->setDesc,
+							 values, nulls);
+	}
+	pfree(log);
+	pfree(es);
+	return (Datum) 0;
+}
+
+/*
  * pgss_ng_reset
  *		pgss_ng_reset(userid, dbid, queryid, minmax_only): the statement
  *		kind's reset (pgss_ng_stmt_reset(), which says what is removed or
@@ -416,8 +552,8 @@ Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13];
+	Datum		values[14];
+	bool		nulls[14];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -457,6 +593,10 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 	}
 	values[i++] = Int64GetDatum(info.kind.entries_evicted);
 	values[i++] = Float8GetDatum((double) info.kind.eviction_ns / 1e6);
+	if (info.kind.last_eviction != 0)
+		values[i++] = TimestampTzGetDatum(info.kind.last_eviction);
+	else
+		nulls[i++] = true;
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -6,7 +6,7 @@
  *	  PgssNgCounters; shared data adds the query text and timestamps.
  *
  * This file holds the kind itself: its description and callbacks (init,
- * flush, discard, free, needs room), the merge of pending into shared
+ * flush, discard, free, needs room, evicted), the merge of pending into shared
  * counters, the lookup of a backend's pending data, the statement kind's
  * control block (PgssNgStmtControl: the info counters) and the GUC
  * pgss_ng.max, whose value the kind uses is one for every process
@@ -43,6 +43,8 @@ static bool stmt_flush_pending(PgssNgEntryRef *ref, bool nowait);
 static void stmt_discard_pending(PgssNgEntryRef *ref);
 static void stmt_free(PgssNgKind *kind, void *shared_data);
 static bool stmt_needs_room(PgssNgKind *kind, bool starting);
+static void stmt_evicted(PgssNgKind *kind, const void *key,
+						 const void *shared_data);
 
 static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
@@ -56,6 +58,7 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	.discard_pending_cb = stmt_discard_pending,
 	.free_cb = stmt_free,
 	.needs_room_cb = stmt_needs_room,
+	.evicted_cb = stmt_evicted,
 };
 
 PgssNgKind *pgss_ng_stmt_kind = NULL;
@@ -97,6 +100,7 @@ void
 pgss_ng_stmt_init(void)
 {
 	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
+	pgss_ng_evicted_init();
 	DefineCustomIntVariable("pgss_ng.max",
 							"Sets the maximum number of statements tracked "
 							"by pgss_ng.",
@@ -138,27 +142,29 @@ pgss_ng_stmt_shmem_size(void)
 
 	size = add_size(pgss_ng_kind_shmem_size(&stmt_kind_desc),
 					MAXALIGN(sizeof(PgssNgStmtControl)));
+	size = add_size(size, pgss_ng_evicted_shmem_size());
 	return add_size(size, pgss_ng_qtext_shmem_size());
 }
 
 /*
  * pgss_ng_stmt_shmem_request
- *		Request the named LWLocks of the statement kind and its text arena
- *		(shmem_request_hook).
+ *		Request the named LWLocks of the statement kind, its evicted
+ *		remainder and its text arena (shmem_request_hook).
  */
 void
 pgss_ng_stmt_shmem_request(void)
 {
 	pgss_ng_kind_shmem_request(&stmt_kind_desc);
+	pgss_ng_evicted_shmem_request();
 	pgss_ng_qtext_shmem_request();
 }
 
 /*
  * pgss_ng_stmt_shmem_startup
- *		Create or find the statement kind and the info counters.  Called
- *		from shmem_startup_hook (in the postmaster, whose pgss_ng.max the
- *		new kind starts with: see pgss_ng_stmt_publish_max); takes
- *		AddinShmemInitLock.
+ *		Create or find the statement kind, its evicted remainder and the
+ *		info counters.  Called from shmem_startup_hook (in the postmaster,
+ *		whose pgss_ng.max the new kind starts with: see
+ *		pgss_ng_stmt_publish_max); takes AddinShmemInitLock.
  */
 void
 pgss_ng_stmt_shmem_startup(void)
@@ -170,6 +176,7 @@ pgss_ng_stmt_shmem_startup(void)
 	pgss_ng_kind_shmem_startup(pgss_ng_stmt_kind, "pgss_ng statements",
 							   stmt_max);
 	pgss_ng_qtext_shmem_startup();
+	pgss_ng_evicted_shmem_startup();
 
 	pgss_ng_stmt_ctl = ShmemInitStruct("pgss_ng info",
 									   sizeof(PgssNgStmtControl), &found);
@@ -400,16 +407,57 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 /*
  * stmt_discard_pending
  *		Discard callback: the entry was evicted while this backend held
- *		counts for it; count its plannings and executions, failed ones
- *		included, as dropped.
+ *		counts for it; they go to the evicted remainder, where the entry's
+ *		own counts went (no entry is counted: the eviction counted it).
+ *		No lock of the kind layer held; takes the remainder's.
  */
 static void
 stmt_discard_pending(PgssNgEntryRef *ref)
 {
 	const PgssNgPending *p = (const PgssNgPending *) ref->pending;
-	const PgssNgCounters *c = &p->counters;
 
-	pgss_ng_stmt_count_dropped(total_calls(c) + c->errors);
+	pgss_ng_evicted_fold((const PgssNgStmtKey *) ref->key, &p->counters, 0,
+						 NULL);
+}
+
+/*
+ * stmt_evicted
+ *		evicted_cb: fold the final counters of an evicted entry into the
+ *		evicted remainder and, with pgss_ng.evicted_log on, write it to the
+ *		eviction log with the start of its text (at most
+ *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes, cut at a character boundary of
+ *		its encoding).  <name>_dealloc held (the eviction run); O(1).
+ */
+static void
+stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
+{
+	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	PgssNgEvictionLogEntry log;
+
+	if (!pgss_ng_eviction_log_on())
+	{
+		pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters, 1,
+							 NULL);
+		return;
+	}
+	memcpy(&log.key, key, sizeof(PgssNgStmtKey));
+	log.encoding = sh->encoding;
+	log.qlen = -1;
+	if (DsaPointerIsValid(sh->qtext))
+	{
+		int			len;
+		const char *data = pgss_ng_qtext_data(pgss_ng_kind_area(kind),
+											  sh->qtext, &len);
+
+		log.qlen = pg_encoding_mbcliplen(sh->encoding, data, len,
+										 PGSS_NG_EVICTION_LOG_TEXT - 1);
+		memcpy(log.query, data, log.qlen);
+	}
+	log.calls = sh->counters.calls[PGSS_NG_EXEC];
+	log.total_exec_time = sh->counters.total_time[PGSS_NG_EXEC];
+	log.stats_since = sh->stats_since;
+	log.evicted_at = 0;			/* set by the fold */
+	pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters, 1, &log);
 }
 
 /*

@@ -244,6 +244,43 @@ typedef struct PgssNgInfoSnapshot
 	PgssNgQtextStats qtext;		/* the text arena */
 } PgssNgInfoSnapshot;
 
+/*
+ * One row of the evicted remainder (stmt_evicted.c): the sums of the
+ * counters that add up over the entries of (userid, dbid, toplevel)
+ * evicted since the row was made (key.queryid 0; an overflow row has
+ * userid and dbid InvalidOid), how many there were and when the row was
+ * made.  Of counters, only calls, total_time, the sums and the CPU fields
+ * are set.  Also the stats file's record of a row (stmt_saved.h).
+ */
+typedef struct PgssNgEvictedRow
+{
+	PgssNgStmtKey key;			/* hash key: keep first */
+	int64		entries;		/* entries folded in */
+	TimestampTz evicted_since;	/* when the first was */
+	PgssNgCounters counters;
+} PgssNgEvictedRow;
+
+/* Bytes of an evicted entry's text kept in the eviction log, at most. */
+#define PGSS_NG_EVICTION_LOG_TEXT	256
+
+/*
+ * One entry of the eviction log (stmt_evicted.c): an evicted entry's key,
+ * the start of its text (cut at a character boundary, qlen bytes, -1: it
+ * had none), its execution calls and time (ms), creation and eviction
+ * times.
+ */
+typedef struct PgssNgEvictionLogEntry
+{
+	PgssNgStmtKey key;
+	int32		encoding;		/* the text's */
+	int32		qlen;
+	int64		calls;
+	double		total_exec_time;
+	TimestampTz stats_since;
+	TimestampTz evicted_at;
+	char		query[PGSS_NG_EVICTION_LOG_TEXT];
+} PgssNgEvictionLogEntry;
+
 /* the statement kind's handle in the kind layer */
 extern PgssNgKind *pgss_ng_stmt_kind;
 
@@ -280,6 +317,8 @@ extern void pgss_ng_stmt_read(int what, TimestampTz changed_since,
 extern TimestampTz pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid,
 									  bool minmax_only);
 extern void pgss_ng_stmt_info(PgssNgInfoSnapshot *out);
+extern PgssNgEvictedRow *pgss_ng_evicted_copy(Oid only_userid, int *n);
+extern PgssNgEvictionLogEntry *pgss_ng_eviction_log_copy(int *n);
 extern bool pgss_ng_stmt_histograms(const PgssNgStmtKey *key,
 									PgssNgHistPair *out);
 

@@ -4,7 +4,8 @@
  *	  What the files of the statement kind (stmt_kind.c, stmt_backend.c,
  *	  stmt_read.c, stmt_saved.c) share and nobody else sees: the layout of
  *	  a shared statement entry and of its pending data, the control block,
- *	  the pending lookup and the merge.
+ *	  the pending lookup and the merge, the evicted remainder
+ *	  (stmt_evicted.c).
  *
  * Locking: PgssNgStmtShared is protected by its entry lock (kind layer),
  * but qtext_failed, set before the entry is published and cleared once
@@ -115,6 +116,18 @@ extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
 							   const PgssNgCounters *src,
 							   const bool *src_minmax);
+
+/* stmt_evicted.c: the evicted remainder and the eviction log */
+extern void pgss_ng_evicted_init(void);
+extern void pgss_ng_evicted_shmem_request(void);
+extern Size pgss_ng_evicted_shmem_size(void);
+extern void pgss_ng_evicted_shmem_startup(void);
+extern void pgss_ng_evicted_fold(const PgssNgStmtKey *key,
+								 const PgssNgCounters *c, int64 entries,
+								 const PgssNgEvictionLogEntry *log);
+extern bool pgss_ng_eviction_log_on(void);
+extern void pgss_ng_evicted_clear(Oid userid, Oid dbid);
+extern void pgss_ng_evicted_restore(const PgssNgEvictedRow *saved);
 
 /* stmt_backend.c */
 extern void pgss_ng_stmt_merge_errors(void);

@@ -238,10 +238,25 @@ reset_minmax(void *shared_data, void *arg)
 }
 
 /*
+ * reset_evicted
+ *		pgss_ng_kind_remove_matching's locked callback of a reset of
+ *		(userid, dbid) with any queryid: clear their rows of the evicted
+ *		remainder too, under <name>_dealloc (no eviction in between).
+ */
+static void
+reset_evicted(void *arg)
+{
+	const ResetFilter *f = (const ResetFilter *) arg;
+
+	pgss_ng_evicted_clear(f->userid, f->dbid);
+}
+
+/*
  * pgss_ng_stmt_reset
  *		Remove the entries matching (userid, dbid, queryid), 0 meaning any;
  *		with minmax_only, keep them and restart their min/max times and
- *		time histograms instead.
+ *		time histograms instead.  Without a queryid, the rows of the
+ *		evicted remainder of (userid, dbid) are cleared too.
  *		Resetting everything also restarts the event counters of
  *		pgss_ng_info (dealloc, entries_evicted, dropped, backstop_skips,
  *		qtext_dropped, eviction_time, stats_reset), and stops a restore
@@ -276,7 +291,8 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 
 	/* no filter for all: the kind layer counts a full reset (restores) */
 	pgss_ng_kind_remove_matching(pgss_ng_stmt_kind, all ? NULL : reset_match,
-								 &f);
+								 &f, f.queryid == UINT64CONST(0) ?
+								 reset_evicted : NULL);
 
 	if (all)
 	{

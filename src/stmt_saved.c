@@ -3,7 +3,8 @@
  * stmt_saved.c
  *	  The statement kind's side of the stats file (format: stmt_saved.h):
  *	  its entries as records for the writer, entries re-created from
- *	  records, the info block, and whether the file was loaded.
+ *	  records, the info block, the rows of the evicted remainder, and
+ *	  whether the file was loaded.
  *
  * Owns: PgssNgStmtControl.loaded (the writer's alone).
  *
@@ -40,6 +41,8 @@ StaticAssertDecl(sizeof(PgssNgStmtRecord) == PGSS_NG_STMT_RECORD_SIZE,
 				 "PgssNgStmtRecord changed: bump PGSS_NG_FILE_VERSION and record its size");
 StaticAssertDecl(PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD == PGSS_NG_STMT_RECORD_LAYOUT,
 				 "the saved record's layout changed: bump PGSS_NG_FILE_VERSION and record its layout");
+StaticAssertDecl(sizeof(PgssNgEvictedRow) == PGSS_NG_EVICTED_ROW_SIZE,
+				 "PgssNgEvictedRow changed: bump PGSS_NG_FILE_VERSION and record its size");
 #endif
 
 /*
@@ -70,7 +73,46 @@ typedef struct InfoRestore
 {
 	PgssNgRestore *rs;
 	const PgssNgSavedInfo *in;
+	const char *evicted;		/* the remainder's saved rows */
+	uint32		nevicted;
 } InfoRestore;
+
+/*
+ * pgss_ng_stmt_evict_record
+ *		A saved entry that is not restored because pgss_ng.max is lower
+ *		than what was saved: fold its counters into the evicted remainder,
+ *		as one entry, in the restore bracket (not if a full reset came
+ *		since the restore began: rs->reset is then set).  The record was
+ *		checked (pgss_ng_stmt_record_wellformed).  Locks: the restore
+ *		bracket, then the remainder's LWLock.
+ */
+void
+pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data, Size len)
+{
+	PgssNgStmtRecord rec;
+
+	if (rs->reset || len < sizeof(PgssNgStmtRecord))
+		return;
+	memcpy(&rec, data, sizeof(PgssNgStmtRecord));
+	if (!pgss_ng_kind_restore_begin(pgss_ng_stmt_kind, rs->full_resets))
+	{
+		rs->reset = true;
+		return;
+	}
+	pgss_ng_evicted_fold(&rec.key, &rec.counters, 1, NULL);
+	pgss_ng_kind_restore_end(pgss_ng_stmt_kind);
+}
+
+/*
+ * pgss_ng_stmt_save_evicted
+ *		The rows of the evicted remainder the writer saves: a palloc'd
+ *		copy, *n of them (their restore is pgss_ng_stmt_restore_info's).
+ */
+PgssNgEvictedRow *
+pgss_ng_stmt_save_evicted(int *n)
+{
+	return pgss_ng_evicted_copy(InvalidOid, n);
+}
 
 /*
  * pgss_ng_stmt_save_info
@@ -87,6 +129,7 @@ pgss_ng_stmt_save_info(PgssNgSavedInfo *out)
 	out->entries_evicted = kc.entries_evicted;
 	out->backstop_skips = kc.backstop_skips;
 	out->eviction_ns = kc.eviction_ns;
+	out->last_eviction = kc.last_eviction;
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 	out->dropped = pgss_ng_stmt_ctl->dropped;
 	out->stats_reset = pgss_ng_stmt_ctl->stats_reset;
@@ -115,6 +158,7 @@ static void
 restore_info_guarded(void *arg)
 {
 	InfoRestore *ir = (InfoRestore *) arg;
+	uint32		i;
 
 	if (!pgss_ng_kind_restore_begin(pgss_ng_stmt_kind, ir->rs->full_resets))
 	{
@@ -124,7 +168,17 @@ restore_info_guarded(void *arg)
 	pgss_ng_kind_restore_counters(pgss_ng_stmt_kind, ir->in->dealloc,
 								  ir->in->entries_evicted,
 								  ir->in->backstop_skips,
-								  ir->in->eviction_ns);
+								  ir->in->eviction_ns,
+								  ir->in->last_eviction);
+	/* the evicted remainder's rows, in the same bracket */
+	for (i = 0; i < ir->nevicted; i++)
+	{
+		PgssNgEvictedRow row;
+
+		memcpy(&row, ir->evicted + (Size) i * sizeof(PgssNgEvictedRow),
+			   sizeof(PgssNgEvictedRow));
+		pgss_ng_evicted_restore(&row);
+	}
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_stmt_ctl->dropped += ir->in->dropped;
 	pgss_ng_stmt_ctl->stats_reset = ir->in->stats_reset;
@@ -137,14 +191,18 @@ restore_info_guarded(void *arg)
  *		Restore the saved info counters, before the entries: the event
  *		counters add to what was counted since the start, stats_reset is
  *		the saved one (from then on it only moves forward: a reset sets it
- *		to its own time, and no restore comes after one).  Not if a full
- *		reset came since the restore began (rs->reset is then set).
- *		Locks: the restore bracket, then the info spinlock.
+ *		to its own time, and no restore comes after one), and the
+ *		nevicted saved rows of the evicted remainder at evicted (added to
+ *		what was evicted since the start).  Not if a full reset came since
+ *		the restore began (rs->reset is then set).  Locks: the restore
+ *		bracket, then the remainder's LWLock, then the info spinlock.
  */
 void
-pgss_ng_stmt_restore_info(PgssNgRestore *rs, const PgssNgSavedInfo *in)
+pgss_ng_stmt_restore_info(PgssNgRestore *rs, const PgssNgSavedInfo *in,
+						  const char *evicted, uint32 nevicted)
 {
-	InfoRestore ir = {.rs = rs, .in = in};
+	InfoRestore ir = {.rs = rs, .in = in, .evicted = evicted,
+	.nevicted = nevicted};
 
 	if (!rs->reset)
 		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "restore saved counters",

@@ -12,14 +12,17 @@
  *	  of the info block, uint32 size of an entry record (its fixed part),
  *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
  *	  record uint32 length + the record (PgssNgStmtRecord, then qlen bytes
- *	  of query text), and last the CRC-32C of all the bytes before it.
+ *	  of query text), then the evicted remainder: uint32 size of a row
+ *	  (PgssNgEvictedRow, stmt_kind.h), uint32 number of rows and the rows,
+ *	  and last the CRC-32C of all the bytes before it.
  *	  A file is only read back by the same format version, PostgreSQL
  *	  major version and record sizes: anything else is refused as a whole,
  *	  with one WARNING (persist.c).
  *
  * Changing the format
- *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord or what
- *	  it contains (PgssNgStmtKey, PgssNgCounters, PgssNgHistPair) bumps
+ *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord,
+ *	  PgssNgEvictedRow or what they contain (PgssNgStmtKey, PgssNgCounters,
+ *	  PgssNgHistPair) bumps
  *	  PGSS_NG_FILE_VERSION, and records the new layout below it: on 64-bit
  *	  builds stmt_saved.c compares the sizes and a fingerprint of the
  *	  members' names and offsets with these constants at compile time, so
@@ -48,19 +51,22 @@
  * entries_evicted (added to the info block) the entries; 7: time
  * histograms of 322 buckets from 8 ns, both kept whole (PgssNgHistPair of
  * 2584 bytes); 8: plus eviction_ns (pgss_ng_info.eviction_time) in the
- * info block.
+ * info block; 9: the evicted remainder after the records, and
+ * last_eviction in the info block.
  */
-#define PGSS_NG_FILE_VERSION	8
+#define PGSS_NG_FILE_VERSION	9
 
 /*
- * The layout of version 7 on 64-bit builds (checked in stmt_saved.c):
- * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), and the fingerprint
+ * The layout of version 9 on 64-bit builds (checked in stmt_saved.c):
+ * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord),
+ * sizeof(PgssNgEvictedRow) and the fingerprint
  * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
  * of what it contains.
  */
-#define PGSS_NG_SAVED_INFO_SIZE		48
+#define PGSS_NG_SAVED_INFO_SIZE		56
 #define PGSS_NG_STMT_RECORD_SIZE	3080
 #define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(367549)
+#define PGSS_NG_EVICTED_ROW_SIZE	464
 
 /*
  * The counters saved in the stats file's info block (the info counters
@@ -74,6 +80,7 @@ typedef struct PgssNgSavedInfo
 	TimestampTz stats_reset;
 	int64		entries_evicted;
 	int64		eviction_ns;	/* pgss_ng_info.eviction_time, in ns */
+	TimestampTz last_eviction;	/* 0: none */
 } PgssNgSavedInfo;
 
 /*
@@ -158,9 +165,13 @@ extern void pgss_ng_stmt_save_info(PgssNgSavedInfo *out);
 extern bool pgss_ng_stmt_record_wellformed(const char *data, Size len);
 extern void pgss_ng_stmt_restore_start(PgssNgRestore *rs);
 extern void pgss_ng_stmt_restore_info(PgssNgRestore *rs,
-									  const PgssNgSavedInfo *in);
+									  const PgssNgSavedInfo *in,
+									  const char *evicted, uint32 nevicted);
 extern void pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data,
 										Size len);
+extern void pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data,
+									  Size len);
+extern PgssNgEvictedRow *pgss_ng_stmt_save_evicted(int *n);
 extern bool pgss_ng_stmt_loaded(void);
 extern void pgss_ng_stmt_set_loaded(void);
 

@@ -1,14 +1,16 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 8, the server's major, the
+# - Its header: magic "PGNG", format version 9, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
-#   that many bytes, then its entry's query text.
+#   that many bytes, then its entry's query text; after the records, the
+#   evicted remainder: the size of a row, their number (0 here: nothing
+#   was evicted) and the rows.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (7: no eviction_time), an entry record
-#   size that is not this build's (a record layout changed without a
-#   version bump), a PostgreSQL major pgss_ng never supported (14) and
-#   another
+#   magic, an older format version (8: no evicted remainder), an entry
+#   record size that is not this build's (a record layout changed without
+#   a version bump), an evicted row size that is not this build's, a
+#   PostgreSQL major pgss_ng never supported (14) and another
 #   supported one (a file carried over by pg_upgrade), empty, shorter
 #   than a header, an entry record that is malformed (CRC recomputed so
 #   that only the record is wrong), trailing bytes (CRC recomputed).  For
@@ -17,12 +19,14 @@
 #   the file is gone.  The undamaged file, put back, is loaded whole.
 # - A start with pgss_ng.max (100) below the number of saved entries (320)
 #   loads exactly 100, the most valuable first: all 20 hot statements (30
-#   calls each) are kept with their calls, and entries stay <= 100 as new
-#   statements come.
+#   calls each) are kept with their calls, the others' calls go to the
+#   evicted remainder (one entry each there), and entries stay <= 100 as
+#   new statements come.
 # - Across 5 clean restarts with the same statements (run again each time)
 #   the file size does not change, and pgss_ng_info (dealloc,
-#   entries_evicted and eviction_time included, all non-zero) survives
-#   each one.
+#   entries_evicted, eviction_time and last_eviction included, all
+#   non-zero) and the evicted remainder (pgss_ng_evicted) survive each
+#   one.
 #
 # Views are read with pgss_ng.track = none, so reading counts nothing.
 use strict;
@@ -57,9 +61,11 @@ sub snapshot
 	return quiet_psql($ALL_ROWS)
 	  . "\n"
 	  . quiet_psql(
-		'SELECT dealloc, entries_evicted, eviction_time, stats_reset, entries, dropped, '
-		  . 'entries_max, backstop_skips, qtext_bytes, qtext_count '
-		  . 'FROM pgss_ng_info');
+		'SELECT dealloc, entries_evicted, eviction_time, last_eviction, stats_reset, '
+		  . 'entries, dropped, entries_max, backstop_skips, qtext_bytes, qtext_count '
+		  . 'FROM pgss_ng_info')
+	  . "\n"
+	  . quiet_psql('SELECT * FROM pgss_ng_evicted ORDER BY userid, dbid, toplevel');
 }
 
 # Number of entries the writer logged as restored after log offset $pos.
@@ -103,7 +109,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 8, 'header: format version 8');
+is($version, 9, 'header: format version 9');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -124,7 +130,14 @@ for (1 .. $nrec)
 	$last = $p;
 	$p += 4 + $reclen;
 }
-is($p, $len - 4, 'records end where the CRC begins');
+# the evicted remainder: row size, number of rows (none evicted), rows
+my $records_end = $p;
+my ($rowsize, $nevicted) = unpack('L2', substr($good, $p, 8));
+is($nevicted, 0, 'evicted remainder: no row (nothing was evicted)');
+ok($rowsize > 0, "evicted remainder: row size $rowsize");
+$p += 8 + $rowsize * $nevicted;
+my $trailer = substr($good, $records_end, $p - $records_end);
+is($p, $len - 4, 'records and the evicted remainder end where the CRC begins');
 is($short . ' ' . scalar(grep { !$tails{$_} } keys %texts),
 	'0 0',
 	"records: none shorter than the header's entry record size ($recsize), "
@@ -149,8 +162,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 7) . substr($good, 8),
-		qr/^format version 7, expected 8$/
+		substr($good, 0, 4) . pack('L', 8) . substr($good, 8),
+		qr/^format version 8, expected 9$/
 	],
 	[
 		'entry record size of another layout',
@@ -171,8 +184,13 @@ my @variants = (
 	[ 'shorter than a header', substr($good, 0, 10), qr/^it is truncated$/ ],
 	[
 		'last record malformed (valid CRC)',
-		with_crc(substr($good, 0, $last) . pack('L', 0)),
+		with_crc(substr($good, 0, $last) . pack('L', 0) . $trailer),
 		qr/^malformed entry$/
+	],
+	[
+		'evicted row size of another layout (valid CRC)',
+		with_crc(substr($good, 0, $records_end) . pack('L2', $rowsize + 8, 0)),
+		qr/^evicted row size ${\($rowsize + 8)}, expected $rowsize$/
 	],
 	[
 		'trailing bytes (valid CRC)',
@@ -251,6 +269,8 @@ my $hot_sql =
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20', 'max: 20 hot statements with 30 calls each');
 my $saved = quiet_psql('SELECT entries FROM pgss_ng_info');
 cmp_ok($saved, '>=', 320, "max: $saved entries before the restart");
+my $calls_saved = quiet_psql('SELECT sum(calls) FROM pgss_ng');
+is(quiet_psql('SELECT count(*) FROM pgss_ng_evicted'), '0', 'max: nothing evicted yet');
 
 $node->stop('fast');
 $node->adjust_conf('postgresql.conf', 'pgss_ng.max', '100');
@@ -262,6 +282,12 @@ cmp_ok(quiet_psql('SELECT entries FROM pgss_ng_info'), '<=', 100, 'max = 100: en
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 	'max = 100: every hot statement kept, with its 30 calls');
 ok(!-e $statfile, 'max = 100: the file is removed once read');
+is( quiet_psql(
+		'SELECT (SELECT sum(calls) FROM pgss_ng) + (SELECT sum(calls) FROM pgss_ng_evicted)'),
+	$calls_saved,
+	'max = 100: the entries not restored are in the evicted remainder (calls)');
+is(quiet_psql('SELECT sum(entries) FROM pgss_ng_evicted'), $saved - 100,
+	'max = 100: every entry not restored is one of the remainder\'s entries');
 
 # New statements: eviction keeps the limit, the hot ones stay.
 $sql = '';
@@ -273,6 +299,12 @@ is(quiet_psql('SELECT dealloc > 0 AND entries_evicted = 5 * dealloc FROM pgss_ng
 	't', 'max = 100: each eviction run (dealloc) evicted a batch of 5');
 is(quiet_psql('SELECT eviction_time > 0 FROM pgss_ng_info'),
 	't', 'max = 100: the eviction runs took time (eviction_time)');
+is(quiet_psql('SELECT last_eviction > stats_reset FROM pgss_ng_info'),
+	't', 'max = 100: last_eviction is set');
+is( quiet_psql(
+		'SELECT sum(entries) - (SELECT entries_evicted FROM pgss_ng_info) FROM pgss_ng_evicted'),
+	$saved - 100,
+	'max = 100: the evicted remainder holds every evicted entry, and those not restored');
 is(quiet_psql($hot_sql), join(',', (30) x 20) . ' 20',
 	'max = 100: the hot statements survive eviction');
 

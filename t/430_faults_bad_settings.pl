@@ -18,7 +18,8 @@
 #      ones are applied (pgss_ng.max 200, track all, track_cpu on), the bad
 #      ones are not, and a changed restart-only setting is reported and
 #      ignored;
-#   4. restart with the largest valid values: used as given;
+#   4. restart with the largest valid values: used as given (the
+#      eviction log's 100000 entries are 32 MB of shared memory);
 #   5. restart with values just above the range, and an empty enum: the
 #      WARNINGs, the defaults.
 # No backend or server crash anywhere.
@@ -64,6 +65,7 @@ FROM pg_settings WHERE name LIKE 'pgss\_ng.%' ORDER BY name COLLATE "C"});
 }
 
 my $defaults = join("\n",
+	'pgss_ng.evicted_log 100 default',
 	'pgss_ng.max 5000 default',
 	'pgss_ng.query_text_memory 16384kB default',
 	'pgss_ng.save off configuration file',
@@ -120,6 +122,7 @@ pgss_ng.track_utility = 'maybe'
 pgss_ng.track_planning = 'sometimes'
 pgss_ng.track_cpu = 'often'
 pgss_ng.save = 'perhaps'
+pgss_ng.evicted_log = -1
 pgss_ng.no_such_setting = 1
 });
 ok($node->start(fail_ok => 1), '1: the server starts with bad pgss_ng values');
@@ -133,6 +136,7 @@ my @startup_warnings = (
 	'WARNING:  parameter "pgss_ng.track_planning" requires a Boolean value',
 	'WARNING:  parameter "pgss_ng.track_cpu" requires a Boolean value',
 	'WARNING:  parameter "pgss_ng.save" requires a Boolean value',
+	'WARNING:  -1 is outside the valid range for parameter "pgss_ng.evicted_log" (0 .. 100000)',
 	'WARNING:  invalid configuration parameter name "pgss_ng.no_such_setting", removing it',
 	'DETAIL:  "pgss_ng" is now a reserved prefix.');
 for my $w (@startup_warnings)
@@ -144,6 +148,7 @@ for my $w (@startup_warnings)
 # over it and is rejected: the built-in default (on)
 is( settings(),
 	join("\n",
+		'pgss_ng.evicted_log 100 default',
 		'pgss_ng.max 5000 default',
 		'pgss_ng.query_text_memory 16384kB default',
 		'pgss_ng.save on default',
@@ -166,6 +171,7 @@ WHERE sourcefile LIKE '%pgss_ng_bad.conf' ORDER BY sourceline}),
 		'pgss_ng.track_planning sometimes false setting could not be applied',
 		'pgss_ng.track_cpu often false setting could not be applied',
 		'pgss_ng.save perhaps false setting could not be applied',
+		'pgss_ng.evicted_log -1 false setting could not be applied',
 		'pgss_ng.no_such_setting 1 false setting could not be applied'),
 	'1: pg_file_settings marks each bad line as not applied');
 
@@ -191,6 +197,7 @@ my @reload_logs = (
 	'LOG:  parameter "pgss_ng.track_planning" requires a Boolean value',
 	'LOG:  parameter "pgss_ng.track_cpu" requires a Boolean value',
 	'LOG:  parameter "pgss_ng.save" requires a Boolean value',
+	'LOG:  -1 is outside the valid range for parameter "pgss_ng.evicted_log" (0 .. 100000)',
 	'LOG:  invalid configuration parameter name "pgss_ng.no_such_setting"');
 for my $l (@reload_logs)
 {
@@ -199,6 +206,7 @@ for my $l (@reload_logs)
 }
 is( settings(),
 	join("\n",
+		'pgss_ng.evicted_log 100 default',
 		'pgss_ng.max 5000 default',
 		'pgss_ng.query_text_memory 16384kB default',
 		'pgss_ng.save on default',
@@ -234,6 +242,7 @@ ok( $node->log_contains(
 	'3: the bad value is reported');
 is( settings(),
 	join("\n",
+		'pgss_ng.evicted_log 100 default',
 		'pgss_ng.max 200 configuration file',
 		'pgss_ng.query_text_memory 16384kB default',
 		'pgss_ng.save off configuration file',
@@ -255,11 +264,13 @@ write_bad_conf(
 	q{
 pgss_ng.max = 536870911
 pgss_ng.query_text_memory = '1073741823kB'
+pgss_ng.evicted_log = 100000
 });
 $node->stop;
 ok($node->start(fail_ok => 1), '4: the server starts with the largest values');
 is( settings(),
 	join("\n",
+		'pgss_ng.evicted_log 100000 configuration file',
 		'pgss_ng.max 536870911 configuration file',
 		'pgss_ng.query_text_memory 1073741823kB configuration file',
 		'pgss_ng.save off configuration file',
@@ -281,6 +292,7 @@ write_bad_conf(
 pgss_ng.max = 536870912
 pgss_ng.query_text_memory = '1TB'
 pgss_ng.track = ''
+pgss_ng.evicted_log = 100001
 });
 $node->stop;
 $offset = -s $node->logfile;
@@ -288,7 +300,8 @@ ok($node->start(fail_ok => 1), '5: the server starts');
 for my $w (
 	'WARNING:  536870912 is outside the valid range for parameter "pgss_ng.max" (100 .. 536870911)',
 	'WARNING:  1073741824 kB is outside the valid range for parameter "pgss_ng.query_text_memory" ' . $qtm_range,
-	'WARNING:  invalid value for parameter "pgss_ng.track": ""')
+	'WARNING:  invalid value for parameter "pgss_ng.track": ""',
+	'WARNING:  100001 is outside the valid range for parameter "pgss_ng.evicted_log" (0 .. 100000)')
 {
 	ok($node->log_contains(qr/\Q$w\E$/m, $offset), "5: logged: $w");
 }

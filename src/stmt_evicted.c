@@ -1,0 +1,384 @@
+/*-------------------------------------------------------------------------
+ *
+ * stmt_evicted.c
+ *	  The evicted remainder: what the statement kind keeps of the entries
+ *	  it evicted.  One row per (userid, dbid, toplevel) holds the sums of
+ *	  the counters that add up (calls, times, rows, blocks, WAL, JIT,
+ *	  errors, CPU times) over every entry evicted since the row was last
+ *	  cleared, how many entries were folded in, and when the first was.
+ *	  Min, max, stddev and quantiles have no meaningful sum and are not
+ *	  kept.  Part of the statement kind; shares stmt_kind_int.h.
+ *
+ * Exactness: every evicted entry is folded in once, by the eviction run
+ * that removes it (the kind layer's evicted_cb, stmt_kind.c), once it has
+ * left the hash and while no backend holds a reference to it, so its
+ * counters are final; counts a backend flushes into an entry evicted
+ * after it took them are folded in too (discard_pending_cb).  So for any
+ * workload sum(calls) over pgss_ng plus over pgss_ng_evicted is the number
+ * of executions recorded (those pgss_ng_info.dropped counts were never
+ * recorded).  Resets clear the rows of what they remove while the kind's
+ * removals are still serialized (pgss_ng_kind_remove_matching's locked
+ * callback), so no eviction falls between the two.
+ *
+ * The rows live in a fixed shared hash table of PGSS_NG_EVICTED_ROWS rows
+ * in main shared memory; past that, a new (userid, dbid) is folded into
+ * one overflow row per toplevel, shown with userid and dbid NULL.
+ *
+ * The eviction log (pgss_ng_evictions) is a ring of the last
+ * pgss_ng.evicted_log evicted entries (PgssNgEvictionLogEntry: key, the
+ * start of the text, calls, exec time, stats_since, evicted_at), written
+ * by the same fold.  Not saved across a restart; a full reset empties it.
+ *
+ * Owns: the rows, their hash table, the ring, the GUC pgss_ng.evicted_log
+ * and the pgss_ng_evicted LWLock.
+ *
+ * Locking: the pgss_ng_evicted LWLock protects the rows and the ring; a
+ * fold takes it exclusively for O(1) work, innermost (after
+ * <name>_dealloc, which the eviction run holds, or after no lock at all:
+ * a discarded flush); readers and the writer take it shared while they
+ * copy.  Creations never take it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "stmt_kind.h"
+#include "stmt_kind_int.h"
+
+/* Rows of the hash table; rows beyond it go to the overflow rows. */
+#define PGSS_NG_EVICTED_ROWS	1000
+
+#define EVICTED_LOCK_NAME		"pgss_ng_evicted"
+
+/*
+ * Shared state beside the hash table: the overflow rows, by toplevel, and
+ * the eviction log: a ring of evicted_log entries (log_size of them as
+ * made at server start), the next to write at log_written % log_size.
+ */
+typedef struct EvictedControl
+{
+	PgssNgEvictedRow overflow[2];
+	int			log_size;
+	uint64		log_written;	/* entries ever written since the last
+								 * full reset */
+	PgssNgEvictionLogEntry log[FLEXIBLE_ARRAY_MEMBER];
+} EvictedControl;
+
+static EvictedControl *evicted_ctl = NULL;
+static HTAB *evicted_hash = NULL;
+static LWLock *evicted_lock = NULL;
+
+/* GUC pgss_ng.evicted_log: entries in the eviction log (0: none) */
+static int	evicted_log = 100;
+
+/*
+ * pgss_ng_evicted_init
+ *		Define pgss_ng.evicted_log (restart to change).  Called from
+ *		_PG_init while preloading.
+ */
+void
+pgss_ng_evicted_init(void)
+{
+	DefineCustomIntVariable("pgss_ng.evicted_log",
+							"Sets the number of evicted statements "
+							"pgss_ng_evictions remembers.",
+							"0 turns the eviction log off.",
+							&evicted_log,
+							100,
+							0,
+							100000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * pgss_ng_eviction_log_on
+ *		Whether evicted entries are logged (pgss_ng.evicted_log > 0 at
+ *		server start).  Read without a lock: it never changes.
+ */
+bool
+pgss_ng_eviction_log_on(void)
+{
+	return evicted_ctl != NULL && evicted_ctl->log_size > 0;
+}
+
+/* bytes of EvictedControl with its ring */
+static Size
+evicted_control_size(void)
+{
+	return add_size(offsetof(EvictedControl, log),
+					mul_size(evicted_log, sizeof(PgssNgEvictionLogEntry)));
+}
+
+/*
+ * pgss_ng_evicted_shmem_request / _size / _startup
+ *		The pgss_ng_evicted named LWLock (shmem_request_hook), the bytes of
+ *		main shared memory the rows need, and their creation (with
+ *		AddinShmemInitLock held).
+ */
+void
+pgss_ng_evicted_shmem_request(void)
+{
+	RequestNamedLWLockTranche(EVICTED_LOCK_NAME, 1);
+}
+
+Size
+pgss_ng_evicted_shmem_size(void)
+{
+	return add_size(MAXALIGN(evicted_control_size()),
+					hash_estimate_size(PGSS_NG_EVICTED_ROWS,
+									   sizeof(PgssNgEvictedRow)));
+}
+
+void
+pgss_ng_evicted_shmem_startup(void)
+{
+	HASHCTL		info;
+	bool		found;
+
+	evicted_ctl = ShmemInitStruct("pgss_ng evicted",
+								  evicted_control_size(), &found);
+	if (!found)
+	{
+		memset(evicted_ctl, 0, offsetof(EvictedControl, log));
+		evicted_ctl->log_size = evicted_log;
+	}
+	evicted_lock = &GetNamedLWLockTranche(EVICTED_LOCK_NAME)->lock;
+	info.keysize = sizeof(PgssNgStmtKey);
+	info.entrysize = sizeof(PgssNgEvictedRow);
+	evicted_hash = ShmemInitHash("pgss_ng evicted rows",
+								 PGSS_NG_EVICTED_ROWS, PGSS_NG_EVICTED_ROWS,
+								 &info, HASH_ELEM | HASH_BLOBS);
+}
+
+/*
+ * add_sums
+ *		Add the counters of src that add up into dst: calls and total time
+ *		per phase, PGSS_NG_SUM_COUNTERS, PGSS_NG_OWN_COUNTERS, CPU samples
+ *		and times.  Min, max, mean and squared deviations stay 0.
+ */
+static void
+add_sums(PgssNgCounters *dst, const PgssNgCounters *src)
+{
+	int			k;
+
+	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
+	{
+		dst->calls[k] += src->calls[k];
+		dst->total_time[k] += src->total_time[k];
+		dst->cpu_samples[k] += src->cpu_samples[k];
+		dst->user_time[k] += src->user_time[k];
+		dst->system_time[k] += src->system_time[k];
+	}
+#define ADD_SUM(name, ctype, sqltype, measured) dst->name += src->name;
+	PGSS_NG_SUM_COUNTERS(ADD_SUM)
+	PGSS_NG_OWN_COUNTERS(ADD_SUM)
+#undef ADD_SUM
+}
+
+/*
+ * row_for
+ *		The row of (userid, dbid, toplevel), made (empty, evicted_since
+ *		now) if it is not there; the overflow row of toplevel when the
+ *		table is full.  pgss_ng_evicted LWLock held exclusively.  No
+ *		ERROR: the table never grows past PGSS_NG_EVICTED_ROWS, and
+ *		HASH_ENTER_NULL returns NULL where shared memory is short.
+ */
+static PgssNgEvictedRow *
+row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
+{
+	PgssNgStmtKey key;
+	PgssNgEvictedRow *row;
+	bool		found;
+
+	memset(&key, 0, sizeof(key));
+	key.userid = userid;
+	key.dbid = dbid;
+	key.toplevel = toplevel;
+	row = hash_search(evicted_hash, &key, HASH_FIND, NULL);
+	if (row == NULL &&
+		hash_get_num_entries(evicted_hash) < PGSS_NG_EVICTED_ROWS)
+	{
+		row = hash_search(evicted_hash, &key, HASH_ENTER_NULL, &found);
+		if (row != NULL && !found)
+		{
+			memset(&row->counters, 0, sizeof(row->counters));
+			row->entries = 0;
+			row->evicted_since = now;
+		}
+	}
+	if (row == NULL)
+	{
+		row = &evicted_ctl->overflow[toplevel ? 1 : 0];
+		if (row->evicted_since == 0)
+			row->evicted_since = now;
+	}
+	return row;
+}
+
+/*
+ * pgss_ng_evicted_fold
+ *		Fold counters c of the statement key into its row of the remainder,
+ *		counting entries more entries (1 for an evicted entry, 0 for the
+ *		counts of a flush that found its entry evicted), and, if log is
+ *		given (and the log on), write it into the ring as the newest entry,
+ *		evicted now.  O(1).  Takes the pgss_ng_evicted LWLock exclusively
+ *		(innermost); no ERROR.
+ */
+void
+pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
+					 int64 entries, const PgssNgEvictionLogEntry *log)
+{
+	PgssNgEvictedRow *row;
+	TimestampTz now = GetCurrentTimestamp();
+
+	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
+	row = row_for(key->userid, key->dbid, key->toplevel, now);
+	add_sums(&row->counters, c);
+	row->entries += entries;
+	if (log != NULL && evicted_ctl->log_size > 0)
+	{
+		PgssNgEvictionLogEntry *slot;
+
+		slot = &evicted_ctl->log[evicted_ctl->log_written %
+								 evicted_ctl->log_size];
+		*slot = *log;
+		slot->evicted_at = now;
+		evicted_ctl->log_written++;
+	}
+	LWLockRelease(evicted_lock);
+}
+
+/*
+ * pgss_ng_eviction_log_copy
+ *		A palloc'd copy of the eviction log, oldest first, *n entries.
+ *		The pgss_ng_evicted LWLock is held shared while copying.  Memory:
+ *		CurrentMemoryContext (allocated before the lock is taken).
+ */
+PgssNgEvictionLogEntry *
+pgss_ng_eviction_log_copy(int *n)
+{
+	int			size = evicted_ctl->log_size;
+	PgssNgEvictionLogEntry *out;
+	uint64		first;
+	uint64		k;
+	int			i = 0;
+
+	out = palloc(sizeof(PgssNgEvictionLogEntry) * Max(size, 1));
+	LWLockAcquire(evicted_lock, LW_SHARED);
+	first = evicted_ctl->log_written > (uint64) size ?
+		evicted_ctl->log_written - size : 0;
+	for (k = first; k < evicted_ctl->log_written; k++)
+		out[i++] = evicted_ctl->log[k % size];
+	LWLockRelease(evicted_lock);
+	*n = i;
+	return out;
+}
+
+/*
+ * pgss_ng_evicted_clear
+ *		Clear the rows of userid and dbid (InvalidOid: any); clearing all
+ *		clears the overflow rows (whose userid and dbid are unknown) and
+ *		empties the eviction log too.
+ *		Called by a reset with <name>_dealloc held.  Takes the
+ *		pgss_ng_evicted LWLock exclusively.
+ */
+void
+pgss_ng_evicted_clear(Oid userid, Oid dbid)
+{
+	HASH_SEQ_STATUS status;
+	PgssNgEvictedRow *row;
+
+	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, evicted_hash);
+	while ((row = hash_seq_search(&status)) != NULL)
+	{
+		if ((userid == InvalidOid || row->key.userid == userid) &&
+			(dbid == InvalidOid || row->key.dbid == dbid))
+			hash_search(evicted_hash, &row->key, HASH_REMOVE, NULL);
+	}
+	if (userid == InvalidOid && dbid == InvalidOid)
+	{
+		memset(evicted_ctl->overflow, 0, sizeof(evicted_ctl->overflow));
+		evicted_ctl->log_written = 0;
+	}
+	LWLockRelease(evicted_lock);
+}
+
+/*
+ * pgss_ng_evicted_copy
+ *		A palloc'd copy of the rows (the overflow rows, key userid and dbid
+ *		InvalidOid, only when something was folded into them), their number
+ *		in *n; with only_userid valid, only that role's rows.  The
+ *		pgss_ng_evicted LWLock is held shared while copying.  Memory:
+ *		CurrentMemoryContext (allocated before the lock is taken).
+ */
+PgssNgEvictedRow *
+pgss_ng_evicted_copy(Oid only_userid, int *n)
+{
+	PgssNgEvictedRow *rows;
+	HASH_SEQ_STATUS status;
+	PgssNgEvictedRow *row;
+	int			i = 0;
+	int			k;
+
+	rows = palloc(sizeof(PgssNgEvictedRow) * (PGSS_NG_EVICTED_ROWS + 2));
+	LWLockAcquire(evicted_lock, LW_SHARED);
+	hash_seq_init(&status, evicted_hash);
+	while ((row = hash_seq_search(&status)) != NULL)
+	{
+		if (i == PGSS_NG_EVICTED_ROWS)
+		{
+			hash_seq_term(&status);
+			break;
+		}
+		if (only_userid == InvalidOid || row->key.userid == only_userid)
+			rows[i++] = *row;
+	}
+	for (k = 0; k < 2 && only_userid == InvalidOid; k++)
+		if (evicted_ctl->overflow[k].evicted_since != 0)
+		{
+			rows[i] = evicted_ctl->overflow[k];
+			memset(&rows[i].key, 0, sizeof(PgssNgStmtKey));
+			rows[i].key.toplevel = (k == 1);
+			i++;
+		}
+	LWLockRelease(evicted_lock);
+	*n = i;
+	return rows;
+}
+
+/*
+ * pgss_ng_evicted_restore
+ *		Add a saved row (from the stats file) to the remainder: its sums
+ *		and entries, evicted_since the earlier of the two.  A saved
+ *		overflow row (userid InvalidOid) goes to the overflow row.  Takes
+ *		the pgss_ng_evicted LWLock exclusively.
+ */
+void
+pgss_ng_evicted_restore(const PgssNgEvictedRow *saved)
+{
+	PgssNgEvictedRow *row;
+
+	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
+	if (saved->key.userid == InvalidOid)
+	{
+		row = &evicted_ctl->overflow[saved->key.toplevel ? 1 : 0];
+		if (row->evicted_since == 0)
+			row->evicted_since = saved->evicted_since;
+	}
+	else
+		row = row_for(saved->key.userid, saved->key.dbid,
+					  saved->key.toplevel, saved->evicted_since);
+	add_sums(&row->counters, &saved->counters);
+	row->entries += saved->entries;
+	row->evicted_since = Min(row->evicted_since, saved->evicted_since);
+	LWLockRelease(evicted_lock);
+}
