@@ -16,8 +16,8 @@
 # - pending and flush: counts are invisible until flushed, then merged
 #   exactly, from two sessions, and at a session's exit; a session holds at
 #   most max_pending pending entries (the next new one flushes them).
-# - eviction with a small max (kind_unit.max is per session): the least
-#   used entries go, the counted ones and one a session holds a reference
+# - eviction with a small max (kind_unit.max: one shared value, as its
+#   last setting in any session left it): the least used entries go, the counted ones and one a session holds a reference
 #   to stay; after max is lowered, exactly the most used stay.  Asserted
 #   through the public API only (which keys exist, the counters), not how
 #   victims are found.
@@ -245,6 +245,9 @@ counters_are(
 	undef,
 	'evicted down to max: a second run in dealloc, every evicted entry in entries_evicted'
 );
+# max is one shared value (its last setting, from any session): back to
+# the configured 1000 before the other sessions below
+$e->query_safe('RESET kind_unit.max');
 $e->quit;
 
 # ---------------------------------------------- removal and the backstop
@@ -298,6 +301,7 @@ counters_are(
 is(sq('SELECT kind_unit_read(1001)'), '', 'nothing was merged into a removed entry');
 is($b->query_safe('SELECT kind_unit_create(2002, 1)'),
 	'created', 'below the backstop again: the refused key is created');
+$b->query_safe('RESET kind_unit.max');
 $b->quit;
 
 # ----------------------------------------------------------- counters

@@ -143,11 +143,16 @@ static int	nheld = 0;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* GUC kind_unit.max: this process's max (pgss_ng_kind_set_max_entries) */
+/*
+ * GUC kind_unit.max: published as the kind's one shared max
+ * (pgss_ng_kind_set_max_entries) by whoever sets it, once shared memory is
+ * there (the postmaster's first value goes to pgss_ng_kind_shmem_startup)
+ */
 static void
 unit_assign_max(int newval, void *extra)
 {
-	pgss_ng_kind_set_max_entries(unit_kind, newval);
+	if (unit_ctl != NULL)
+		pgss_ng_kind_set_max_entries(unit_kind, newval);
 }
 
 /* Main shared memory and named LWLocks: the kind's and the counters. */
@@ -170,8 +175,7 @@ unit_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	pgss_ng_kind_shmem_startup(unit_kind, "kind_unit");
-	pgss_ng_kind_set_max_entries(unit_kind, unit_max);
+	pgss_ng_kind_shmem_startup(unit_kind, "kind_unit", unit_max);
 	unit_ctl = ShmemInitStruct("kind_unit counters", sizeof(UnitControl),
 							   &found);
 	if (!found)
@@ -571,11 +575,13 @@ kind_unit_remove(PG_FUNCTION_ARGS)
 	unit_attach();
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_INT64((int64) pgss_ng_kind_remove_matching(unit_kind,
-															 NULL, NULL));
+															 NULL, NULL,
+															 NULL));
 	r.lo = PG_GETARG_INT64(0);
 	r.hi = PG_GETARG_INT64(1);
 	PG_RETURN_INT64((int64) pgss_ng_kind_remove_matching(unit_kind,
-														 unit_match, &r));
+														 unit_match, &r,
+														 NULL));
 }
 
 static void
@@ -666,7 +672,7 @@ kind_unit_reset_counters(PG_FUNCTION_ARGS)
 
 /*
  * kind_unit_restore_counters(dealloc, entries_evicted, skips):
- * pgss_ng_kind_restore_counters
+ * pgss_ng_kind_restore_counters (no eviction time, no last eviction)
  */
 PG_FUNCTION_INFO_V1(kind_unit_restore_counters);
 Datum
@@ -674,6 +680,7 @@ kind_unit_restore_counters(PG_FUNCTION_ARGS)
 {
 	unit_attach();
 	pgss_ng_kind_restore_counters(unit_kind, PG_GETARG_INT64(0),
-								  PG_GETARG_INT64(1), PG_GETARG_INT64(2));
+								  PG_GETARG_INT64(1), PG_GETARG_INT64(2),
+								  0, 0);
 	PG_RETURN_VOID();
 }
