@@ -17,9 +17,10 @@
 #   exactly, from two sessions, and at a session's exit; a session holds at
 #   most max_pending pending entries (the next new one flushes them).
 # - eviction with a small max (kind_unit.max: one shared value, as its
-#   last setting in any session left it): the least used entries go, the counted ones and one a session holds a reference
-#   to stay; after max is lowered, exactly the most used stay.  Asserted
-#   through the public API only (which keys exist, the counters), not how
+#   last setting in any session left it): the least used entries go,
+#   the counted ones and one a session holds a reference to stay; after
+#   max is lowered, exactly the most used stay.  Asserted through the
+#   public API only (which keys exist, the counters), not how
 #   victims are found.
 # - the backstop (2 x max allocated bodies): with bodies removed but still
 #   referenced, creations succeed up to it and are refused exactly at it,
