@@ -308,6 +308,28 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 }
 
 /*
+ * read_rows_start
+ *		Begin a read of statement rows for the calling role: check that the
+ *		library is loaded, note the caller's privileges and encoding and
+ *		the "<insufficient privilege>" text (memory context: the caller's),
+ *		and make the result's tuplestore.  The caller then sets detail,
+ *		showtext and rowform, which start false/NULL.
+ */
+static void
+read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
+{
+	check_loaded();
+	memset(rr, 0, sizeof(*rr));
+	rr->rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	rr->userid = GetUserId();
+	rr->is_allowed_role = has_privs_of_role(rr->userid,
+											ROLE_PG_READ_ALL_STATS);
+	pgss_ng_convert_init(&rr->convert);
+	rr->no_privilege = CStringGetTextDatum("<insufficient privilege>");
+	InitMaterializedSRF(fcinfo, 0);
+}
+
+/*
  * read_rows
  *		The body of pgss_ng() and pgss_ng_detail(): one row per entry with
  *		calls, plans or errors > 0 (see put_row for the columns, and the
@@ -324,15 +346,8 @@ read_rows(FunctionCallInfo fcinfo, bool detail)
 	ReadRows	rr;
 	int			what = 0;
 
-	check_loaded();
-	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	read_rows_start(&rr, fcinfo);
 	rr.detail = detail;
-	rr.userid = GetUserId();
-	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
-	pgss_ng_convert_init(&rr.convert);
-	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
-
-	InitMaterializedSRF(fcinfo, 0);
 
 	/*
 	 * SQL objects of another build (a database whose pgss_ng 1.0 was
@@ -483,15 +498,8 @@ pgss_ng_evictions(PG_FUNCTION_ARGS)
 	int			n;
 	int			r;
 
-	check_loaded();
-	memset(&rr, 0, sizeof(rr));
-	rr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	read_rows_start(&rr, fcinfo);
 	rr.showtext = true;
-	rr.userid = GetUserId();
-	rr.is_allowed_role = has_privs_of_role(rr.userid, ROLE_PG_READ_ALL_STATS);
-	pgss_ng_convert_init(&rr.convert);
-	rr.no_privilege = CStringGetTextDatum("<insufficient privilege>");
-	InitMaterializedSRF(fcinfo, 0);
 
 	es = palloc0(sizeof(PgssNgStmtSnapshot));
 	log = pgss_ng_eviction_log_copy(&n);

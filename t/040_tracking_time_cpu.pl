@@ -85,6 +85,22 @@ my $proc_cpu = q{
 SELECT (f[12]::bigint + f[13]::bigint) * 10 AS cpu_ms
 FROM (SELECT string_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f) s};
 
+# cpu_within_bounds($phase, $ran_name, $ms, $cpu_ms, $kernel_ms)
+#	The $phase (exec or plan) CPU time $cpu_ms of a statement that took
+#	$ms of that phase is at most 1.1 x $ms, within 10% + 20 ms of the
+#	kernel's count for the backend over it, and at least half of it.
+sub cpu_within_bounds
+{
+	my ($phase, $ran_name, $ms, $cpu_ms, $kernel_ms) = @_;
+	cmp_ok($ms, '>', 20, $ran_name);
+	cmp_ok($cpu_ms, '<=', 1.1 * $ms + 1, "$phase CPU <= 1.1 x $phase time");
+	cmp_ok(abs($cpu_ms - $kernel_ms), '<=', 0.1 * $kernel_ms + 20,
+		"$phase CPU within 10% + 20 ms of what the kernel counted");
+	cmp_ok($cpu_ms, '>=', 0.5 * $kernel_ms,
+		"$phase CPU >= 0.5 x the CPU time the backend got");
+	return;
+}
+
 untracked_psql($node, 'SELECT pgss_ng_reset()');
 my $out = $node->safe_psql(
 	'postgres', qq{
@@ -100,12 +116,8 @@ my ($exec_ms, $cpu_ms) = split /\|/, untracked_psql($node,
 	  FROM pgss_ng_detail WHERE query = 'SELECT sum(g) FROM generate_series($1, $2) g'});
 note("CPU-bound statement: exec $exec_ms ms, exec CPU $cpu_ms ms, "
 	  . "kernel's count for the backend over it $kernel_ms ms");
-cmp_ok($exec_ms, '>', 20, 'the CPU-bound statement ran a while');
-cmp_ok($cpu_ms, '<=', 1.1 * $exec_ms + 1, 'exec CPU <= 1.1 x exec time');
-cmp_ok(abs($cpu_ms - $kernel_ms), '<=', 0.1 * $kernel_ms + 20,
-	'exec CPU within 10% + 20 ms of what the kernel counted');
-cmp_ok($cpu_ms, '>=', 0.5 * $kernel_ms,
-	'exec CPU >= 0.5 x the CPU time the backend got');
+cpu_within_bounds('exec', 'the CPU-bound statement ran a while',
+	$exec_ms, $cpu_ms, $kernel_ms);
 
 is( untracked_psql($node,
 		q{SELECT calls, exec_user_time + exec_system_time < 20,
@@ -136,12 +148,8 @@ my ($plan_ms, $plan_cpu_ms, $join_exec_ms) = split /\|/, untracked_psql($node,
 	  FROM pgss_ng_detail WHERE query LIKE 'SELECT count(*) FROM j1, j2, %'});
 note("planning-bound statement: plan $plan_ms ms, plan CPU $plan_cpu_ms ms, "
 	  . "exec $join_exec_ms ms, kernel's count over it $kernel_ms ms");
-cmp_ok($plan_ms, '>', 20, 'the planning-bound statement planned a while');
-cmp_ok($plan_cpu_ms, '<=', 1.1 * $plan_ms + 1, 'plan CPU <= 1.1 x plan time');
-cmp_ok(abs($plan_cpu_ms - $kernel_ms), '<=', 0.1 * $kernel_ms + 20,
-	'plan CPU within 10% + 20 ms of what the kernel counted');
-cmp_ok($plan_cpu_ms, '>=', 0.5 * $kernel_ms,
-	'plan CPU >= 0.5 x the CPU time the backend got');
+cpu_within_bounds('plan', 'the planning-bound statement planned a while',
+	$plan_ms, $plan_cpu_ms, $kernel_ms);
 
 # ------------------------------------------------ CPU sums and a restart
 my $cpu_sql = q{
