@@ -1,15 +1,16 @@
 # 001_setup_not_preloaded.pl
 #
 # A server WITHOUT pgss_ng in shared_preload_libraries: CREATE EXTENSION
-# pgss_ng works, but reading pgss_ng (both forms), pgss_ng_info and the
-# time histograms, and calling pgss_ng_reset() (both forms) each fail with
+# pgss_ng works, but reading pgss_ng and pgss_ng_detail (both forms),
+# pgss_ng_info, pgss_ng_evicted, pgss_ng_evictions and the time
+# histograms, and calling pgss_ng_reset() (both forms) each fail with
 # the ERROR
 #   pgss_ng must be loaded via "shared_preload_libraries"   (SQLSTATE 55000)
 # in the same session, which stays usable; no backend crashes and the
 # server is still up afterwards.
 #
 # The GUCs exist only when pgss_ng is preloaded: a server that preloads it
-# lists exactly its seven pgss_ng.* settings in pg_settings; on this one
+# lists exactly its eight pgss_ng.* settings in pg_settings; on this one
 # none appears, neither in a session that loaded the library (LOAD, or by
 # calling its functions), and SHOW of each fails with "unrecognized
 # configuration parameter" while current_setting(name, true) is NULL.
@@ -44,6 +45,8 @@ my @stmts = (
 	'SELECT * FROM pgss_ng_detail',
 	'SELECT * FROM pgss_ng_detail(false)',
 	'SELECT * FROM pgss_ng_info',
+	'SELECT * FROM pgss_ng_evicted',
+	'SELECT * FROM pgss_ng_evictions',
 	'SELECT pgss_ng_reset()',
 	'SELECT pgss_ng_reset(0, 0, 0, true)',
 	'SELECT * FROM pgss_ng_exec_time_histogram(10, 5, 1, true)',
@@ -78,7 +81,8 @@ is_deeply(\@errors, [ ($msg) x scalar(@stmts) ],
 	'one ERROR per statement, with exactly that message');
 
 # The GUCs: the names a preloading server defines, none here.
-my @gucs = qw(pgss_ng.max pgss_ng.query_text_memory pgss_ng.save
+my @gucs = qw(pgss_ng.evicted_log pgss_ng.max pgss_ng.query_text_memory
+  pgss_ng.save
   pgss_ng.track pgss_ng.track_cpu pgss_ng.track_planning
   pgss_ng.track_utility);
 my $settings_sql =
@@ -87,7 +91,7 @@ my $settings_sql =
 {
 	my $pre = pgss_node('preloaded');
 	is($pre->safe_psql('postgres', $settings_sql),
-		join(' ', @gucs), 'a preloading server defines the seven GUCs');
+		join(' ', @gucs), 'a preloading server defines the eight GUCs');
 	$pre->stop;
 }
 is($node->safe_psql('postgres', $settings_sql),
