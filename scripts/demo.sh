@@ -22,7 +22,8 @@ export PG_CONFIG
 say() { printf '\n=== %s\n' "$*"; }
 
 say "Installing dependencies"
-bash scripts/install-deps.sh
+# the demo needs no postgres_exporter (only the tests scrape with it)
+PGSS_NG_NO_TOOLS=1 bash scripts/install-deps.sh
 PGBIN=$("$PG_CONFIG" --bindir)
 say "Building and installing pgss_ng ($("$PG_CONFIG" --version))"
 bash scripts/build.sh

