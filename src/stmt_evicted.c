@@ -159,31 +159,6 @@ pgss_ng_evicted_shmem_startup(void)
 }
 
 /*
- * add_sums
- *		Add the counters of src that add up into dst: calls and total time
- *		per phase, PGSS_NG_SUM_COUNTERS, PGSS_NG_OWN_COUNTERS, CPU samples
- *		and times.  Min, max, mean and squared deviations stay 0.
- */
-static void
-add_sums(PgssNgCounters *dst, const PgssNgCounters *src)
-{
-	int			k;
-
-	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
-	{
-		dst->calls[k] += src->calls[k];
-		dst->total_time[k] += src->total_time[k];
-		dst->cpu_samples[k] += src->cpu_samples[k];
-		dst->user_time[k] += src->user_time[k];
-		dst->system_time[k] += src->system_time[k];
-	}
-#define ADD_SUM(name, ctype, sqltype, measured) dst->name += src->name;
-	PGSS_NG_SUM_COUNTERS(ADD_SUM)
-	PGSS_NG_OWN_COUNTERS(ADD_SUM)
-#undef ADD_SUM
-}
-
-/*
  * row_for
  *		The row of (userid, dbid, toplevel), made (empty, evicted_since
  *		now) if it is not there; the overflow row of toplevel when the
@@ -241,7 +216,7 @@ pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
 
 	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
 	row = row_for(key->userid, key->dbid, key->toplevel, now);
-	add_sums(&row->counters, c);
+	pgss_ng_counters_add_sums(&row->counters, c);
 	row->entries += entries;
 	if (log != NULL && evicted_ctl->log_size > 0)
 	{
@@ -377,7 +352,7 @@ pgss_ng_evicted_restore(const PgssNgEvictedRow *saved)
 	else
 		row = row_for(saved->key.userid, saved->key.dbid,
 					  saved->key.toplevel, saved->evicted_since);
-	add_sums(&row->counters, &saved->counters);
+	pgss_ng_counters_add_sums(&row->counters, &saved->counters);
 	row->entries += saved->entries;
 	row->evicted_since = Min(row->evicted_since, saved->evicted_since);
 	LWLockRelease(evicted_lock);

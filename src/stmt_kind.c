@@ -309,8 +309,6 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 		dst->mean_time[k] += delta * nb / n;
 		dst->sum_var_time[k] += src->sum_var_time[k] +
 			delta * delta * ((double) na * (double) nb / n);
-		dst->calls[k] += nb;
-		dst->total_time[k] += src->total_time[k];
 
 		if (!src_minmax[k])
 			continue;
@@ -327,17 +325,8 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 		}
 	}
 
-#define MERGE_SUM(name, ctype, sqltype, measured) dst->name += src->name;
-	PGSS_NG_SUM_COUNTERS(MERGE_SUM)
-	PGSS_NG_OWN_COUNTERS(MERGE_SUM)
-#undef MERGE_SUM
-
-	for (k = 0; k < PGSS_NG_NUMPHASE; k++)
-	{
-		dst->cpu_samples[k] += src->cpu_samples[k];
-		dst->user_time[k] += src->user_time[k];
-		dst->system_time[k] += src->system_time[k];
-	}
+	/* calls and the rest that adds up, after the means used dst's calls */
+	pgss_ng_counters_add_sums(dst, src);
 }
 
 /*

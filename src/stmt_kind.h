@@ -153,6 +153,30 @@ typedef struct PgssNgCounters
 	double		system_time[PGSS_NG_NUMPHASE];	/* ms */
 } PgssNgCounters;
 
+/*
+ * pgss_ng_counters_add_sums
+ *		Add the counters of src that add up into dst: per phase the calls,
+ *		total time and CPU samples and times, then PGSS_NG_SUM_COUNTERS and
+ *		PGSS_NG_OWN_COUNTERS.  Means, squared deviations and min/max are
+ *		not touched: they do not add up (pgss_ng_stmt_merge combines them).
+ */
+static inline void
+pgss_ng_counters_add_sums(PgssNgCounters *dst, const PgssNgCounters *src)
+{
+	for (int k = 0; k < PGSS_NG_NUMPHASE; k++)
+	{
+		dst->calls[k] += src->calls[k];
+		dst->total_time[k] += src->total_time[k];
+		dst->cpu_samples[k] += src->cpu_samples[k];
+		dst->user_time[k] += src->user_time[k];
+		dst->system_time[k] += src->system_time[k];
+	}
+#define PGSS_NG_ADD_SUM(name, ctype, sqltype, measured) dst->name += src->name;
+	PGSS_NG_SUM_COUNTERS(PGSS_NG_ADD_SUM)
+	PGSS_NG_OWN_COUNTERS(PGSS_NG_ADD_SUM)
+#undef PGSS_NG_ADD_SUM
+}
+
 /* CPU time of one planning or execution (getrusage), ms */
 typedef struct PgssNgCpuTime
 {
