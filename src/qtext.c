@@ -490,11 +490,11 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 bool
 pgss_ng_qtext_needs_room(bool starting)
 {
-	uint64		limit = qtext_ctl->limit_bytes;
+	uint64		mark = room_floor();	/* the high-water mark */
 
-	/* starting: past room_floor(); going on: past the low-water mark */
-	return pg_atomic_read_u64(&qtext_ctl->charged) >
-		limit - QTEXT_RESERVE(limit) * (starting ? 1 : 2);
+	if (!starting)				/* the low-water mark */
+		mark -= QTEXT_RESERVE(qtext_ctl->limit_bytes);
+	return pg_atomic_read_u64(&qtext_ctl->charged) > mark;
 }
 
 /*
