@@ -98,6 +98,10 @@ typedef struct PgssNgKindDesc
 	Size		key_size;		/* bytes; compared with memcmp, so callers
 								 * must zero padding */
 	Size		shared_size;	/* bytes of kind data in a shared entry */
+	Size		shared_zeroed;	/* of which the first shared_zeroed bytes
+								 * are zeroed in a new shared entry before
+								 * init_cb (0: all); the kind makes the
+								 * rest valid itself before reading it */
 	Size		pending_size;	/* bytes of kind data in a pending entry */
 	Size		pending_zeroed; /* of which the first pending_zeroed bytes
 								 * are zeroed in a new pending entry (0:

@@ -114,8 +114,10 @@ admit_body(PgssNgKind *kind)
 
 /*
  * alloc_body
- *		Allocate a zeroed body and its eviction node (*node_out) with
- *		DSA_ALLOC_NO_OOM, or return InvalidDsaPointer: shared memory ran out
+ *		Allocate a body, its eviction node (*node_out) at the end of its
+ *		chunk, with DSA_ALLOC_NO_OOM, and zero the kind data's first
+ *		shared_zeroed bytes (all by default), or return InvalidDsaPointer:
+ *		shared memory ran out
  *		(which starts or lengthens the kind's allocation back-off), or it
  *		ran out a moment ago and the back-off still lasts (not even tried:
  *		a failed attempt may create and destroy a DSM segment of
@@ -127,32 +129,24 @@ static dsa_pointer
 alloc_body(PgssNgKind *kind, dsa_pointer *node_out)
 {
 	PgssNgErrLimit *el = &kind->ctl->errlimit;
+	Size		zeroed = kind->desc->shared_zeroed;
 	dsa_pointer body;
-	dsa_pointer node = InvalidDsaPointer;
 
+	*node_out = InvalidDsaPointer;
 	if (pgss_ng_errlimit_backing_off(el))
 		return InvalidDsaPointer;
-	body = dsa_allocate_extended(kind->area,
-								 PGSS_NG_SHARED_DATA_OFFSET +
-								 kind->desc->shared_size,
-								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
-	if (DsaPointerIsValid(body))
+	body = dsa_allocate_extended(kind->area, KIND_CHUNK_SIZE(kind),
+								 DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(body))
 	{
-		node = dsa_allocate_extended(kind->area,
-									 PGSS_NG_NODE_KEY_OFFSET +
-									 kind->desc->key_size,
-									 DSA_ALLOC_NO_OOM);
-		if (!DsaPointerIsValid(node))
-		{
-			dsa_free(kind->area, body);
-			body = InvalidDsaPointer;
-		}
-	}
-	if (DsaPointerIsValid(body))
-		pgss_ng_errlimit_alloc_succeeded(el);
-	else
 		pgss_ng_errlimit_alloc_failed(el);
-	*node_out = node;
+		return InvalidDsaPointer;
+	}
+	pgss_ng_errlimit_alloc_succeeded(el);
+	/* the header and the node are filled by create_body */
+	memset(PgssNgSharedData(dsa_get_address(kind->area, body)), 0,
+		   zeroed > 0 ? zeroed : kind->desc->shared_size);
+	*node_out = body + KIND_NODE_OFFSET(kind);
 	return body;
 }
 
@@ -173,16 +167,15 @@ pgss_ng_kind_alloc_backing_off(PgssNgKind *kind)
  * discard_unpublished
  *		Give back a body that was admitted, allocated and initialized but
  *		never published (init failed, the insert failed, or another backend
- *		published the same key first), and its eviction node: its data is
+ *		published the same key first), with its eviction node: its data is
  *		released by the kind's free callback, its memory and its admission
  *		slot are given back.  Called with no lock of this layer held
  *		(free_cb may take the kind's own locks).
  */
 static void
 discard_unpublished(PgssNgKind *kind, dsa_pointer body,
-					PgssNgBodyHeader *hdr, dsa_pointer node)
+					PgssNgBodyHeader *hdr)
 {
-	dsa_free(kind->area, node);
 	pg_atomic_write_u32(&hdr->refcount, 0);
 	hdr->removed = PGSS_NG_REMOVED_BY_RESET;
 	kind_free_body(kind, body, hdr);
@@ -294,7 +287,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 		 * re-throw and leave the body: see kind_release_locks_or_rethrow).
 		 */
 		kind_release_locks_or_rethrow();
-		discard_unpublished(kind, body, hdr, np);
+		discard_unpublished(kind, body, hdr);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -304,7 +297,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 							insert_guarded, ca))
 	{
 		/* not published; the guard released every LWLock */
-		discard_unpublished(kind, body, hdr, np);
+		discard_unpublished(kind, body, hdr);
 		return PGSS_NG_OUT_OF_MEMORY;
 	}
 
@@ -317,7 +310,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 		if (ca->want_ref)
 			pg_atomic_fetch_add_u32(&(*hdr_out)->refcount, 1);
 		dshash_release_lock(kind->hash, ca->he);
-		discard_unpublished(kind, body, hdr, np);
+		discard_unpublished(kind, body, hdr);
 		return PGSS_NG_EXISTS;
 	}
 	tail->body = body;

@@ -2,7 +2,7 @@
  *
  * kind_evict.c
  *	  How a kind's shared entries go: the removal of an entry (out of the
- *	  hash, marked, its eviction node freed, its hash reference released),
+ *	  hash, marked, its eviction node unlinked, its hash reference released),
  *	  the refcounted free of its body, and what bounds the entries: the
  *	  usage of an entry (its eviction value), the eviction queue, eviction
  *	  of the least valuable entries it shows when live entries exceed max
@@ -158,6 +158,9 @@ kind_backstop(PgssNgKind *kind)
 }
 
 #define NODE(kind, np) ((PgssNgEvictNode *) dsa_get_address((kind)->area, (np)))
+/* the body whose chunk ends with node (mapped: same chunk) */
+#define NODE_BODY(kind, node) \
+	((PgssNgBodyHeader *) (((char *) (node)) - KIND_NODE_OFFSET(kind)))
 
 /*
  * node_map
@@ -240,10 +243,13 @@ kind_take_new(PgssNgKind *kind)
 		dsa_pointer newer = InvalidDsaPointer;
 		dsa_pointer np;
 
-		for (np = first; np != walked; np = NODE(kind, np)->next)
+		for (np = first; np != walked;)
 		{
-			NODE(kind, np)->prev = newer;
+			PgssNgEvictNode *node = NODE(kind, np);
+
+			node->prev = newer;
 			newer = np;
+			np = node->next;
 		}
 		if (DsaPointerIsValid(walked))
 			NODE(kind, walked)->prev = newer;
@@ -304,7 +310,7 @@ queue_front_to_back(PgssNgKind *kind, dsa_pointer rest)
  * kind_remove_node
  *		Remove the entry of the eviction queue's node np from the hash for
  *		reason (an eviction: only if no backend holds a reference to it; a
- *		reset: always), take its node out of the queue and free it, and
+ *		reset: always), take its node out of the queue, and
  *		release the hash's reference to the body.  Returns whether it was
  *		removed.  Locks: <name>_dealloc held by the caller; the entry's
  *		partition lock exclusively, then its entry lock
@@ -320,7 +326,7 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 	PgssNgEvictNode *node = NODE(kind, np);
 	void	   *he;
 	dsa_pointer body = node->body;
-	PgssNgBodyHeader *hdr;
+	PgssNgBodyHeader *hdr = NODE_BODY(kind, node);
 
 	/* queue_unlink below writes to the neighbours */
 	node_map(kind, node->prev);
@@ -334,7 +340,6 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 		elog(ERROR, "%s: the entry of an eviction node is not in the hash",
 			 kind->desc->name);
 	}
-	hdr = dsa_get_address(kind->area, body);
 
 	/*
 	 * An eviction leaves an entry a backend is counting into.  With the
@@ -355,7 +360,7 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 	if (reason == PGSS_NG_REMOVED_BY_EVICTION && kind->desc->evicted_cb)
 		kind->desc->evicted_cb(kind, PgssNgNodeKey(node),
 							   PgssNgSharedData(hdr));
-	dsa_free(kind->area, np);
+	/* the node goes with the body's chunk */
 	kind_forget_body(kind, body, hdr);
 	return true;
 }
@@ -479,10 +484,12 @@ examine_queue(PgssNgKind *kind, EvictExam *ex, int keep, int budget)
 		 np = NODE(kind, np)->next)
 	{
 		PgssNgEvictNode *node = NODE(kind, np);
-		PgssNgBodyHeader *hdr = dsa_get_address(kind->area, node->body);
+		/* the body starts the node's chunk: no mapping to look up */
+		PgssNgBodyHeader *hdr = NODE_BODY(kind, node);
 		EvictCandidate c;
 
 		Assert(node->prev == prev);
+		Assert(node->body + KIND_NODE_OFFSET(kind) == np);
 		prev = np;
 		ex->nvisited++;
 		/* referenced: some backend is counting into it right now */

@@ -94,9 +94,10 @@ typedef struct PgssNgHashEntry
 } PgssNgHashEntry;
 
 /*
- * A live entry's place in the eviction queue (kind_evict.c): a DSA chunk of
- * its own, made with the body and freed when the entry leaves the hash.
- * Its key follows at PGSS_NG_NODE_KEY_OFFSET.  The creator fills it and
+ * A live entry's place in the eviction queue (kind_evict.c): at the end of
+ * its body's chunk (KIND_NODE_OFFSET), made with the body, unused once
+ * the entry leaves the hash and freed with the body.  Its key follows at
+ * PGSS_NG_NODE_KEY_OFFSET.  The creator fills it and
  * pushes it on the stack of new nodes (next only); from then on only the
  * holder of <name>_dealloc reads or writes it.
  */
@@ -168,6 +169,16 @@ struct PgssNgKind
 #define PENDING_DATA(kind, pe) \
 	((void *) (((char *) PENDING_REF(kind, pe)) + \
 			   MAXALIGN(sizeof(PgssNgEntryRef))))
+
+/*
+ * A body's chunk is [PgssNgBodyHeader] [kind data] [PgssNgEvictNode] [key]:
+ * where its node starts, and the chunk's size.  One allocation per entry
+ * (and one free), not two.
+ */
+#define KIND_NODE_OFFSET(kind) \
+	(PGSS_NG_SHARED_DATA_OFFSET + MAXALIGN((kind)->desc->shared_size))
+#define KIND_CHUNK_SIZE(kind) \
+	(KIND_NODE_OFFSET(kind) + PGSS_NG_NODE_KEY_OFFSET + (kind)->desc->key_size)
 
 /* kind_evict.c: removal, references, usage, the queue and the backstop */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,

@@ -42,6 +42,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
@@ -233,9 +234,13 @@ pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
 
 /*
  * pgss_ng_eviction_log_copy
- *		A palloc'd copy of the eviction log, oldest first, *n entries.
- *		The pgss_ng_evicted LWLock is held shared while copying.  Memory:
- *		CurrentMemoryContext (allocated before the lock is taken).
+ *		A palloc'd copy of the eviction log, oldest first, *n entries, each
+ *		text cut at the last character boundary of its encoding within
+ *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes (an eviction copies that many
+ *		bytes at most, maybe part of a character: the cut is made here,
+ *		at a read, not per victim).  The pgss_ng_evicted LWLock is held
+ *		shared while copying.  Memory: CurrentMemoryContext (allocated
+ *		before the lock is taken).
  */
 PgssNgEvictionLogEntry *
 pgss_ng_eviction_log_copy(int *n)
@@ -253,6 +258,11 @@ pgss_ng_eviction_log_copy(int *n)
 	for (k = first; k < evicted_ctl->log_written; k++)
 		out[i++] = evicted_ctl->log[k % size];
 	LWLockRelease(evicted_lock);
+	for (k = 0; k < i; k++)
+		if (out[k].qlen > 0)
+			out[k].qlen = pg_encoding_mbcliplen(out[k].encoding, out[k].query,
+												out[k].qlen,
+												PGSS_NG_EVICTION_LOG_TEXT - 1);
 	*n = i;
 	return out;
 }

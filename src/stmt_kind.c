@@ -50,6 +50,9 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
 	.key_size = sizeof(PgssNgStmtKey),
 	.shared_size = sizeof(PgssNgStmtShared),
+	/* the histogram counts: only their windows are read (hist.c) */
+	.shared_zeroed = offsetof(PgssNgStmtShared, hist) +
+	offsetof(PgssNgHistPair, count),
 	.pending_size = sizeof(PgssNgPending),
 	/* the histograms: cleared at their phase's first count (count_one) */
 	.pending_zeroed = offsetof(PgssNgPending, hist),
@@ -187,6 +190,7 @@ pgss_ng_stmt_shmem_startup(void)
 		pgss_ng_stmt_ctl->stats_reset = GetCurrentTimestamp();
 		pgss_ng_stmt_ctl->loaded = false;
 		pg_atomic_init_u32(&pgss_ng_stmt_ctl->nattached, 0);
+		pgss_ng_stmt_ctl->npartial = 0;
 	}
 
 	LWLockRelease(AddinShmemInitLock);
@@ -414,8 +418,8 @@ stmt_discard_pending(PgssNgEntryRef *ref)
  *		evicted_cb: fold the final counters of an evicted entry into the
  *		evicted remainder and, with pgss_ng.evicted_log on, write it to the
  *		eviction log with the start of its text (at most
- *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes, cut at a character boundary of
- *		its encoding).  <name>_dealloc held (the eviction run); O(1).
+ *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes; a read cuts it at a character
+ *		boundary).  <name>_dealloc held (the eviction run); O(1).
  */
 static void
 stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
@@ -438,8 +442,7 @@ stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
 		const char *data = pgss_ng_qtext_data(pgss_ng_kind_area(kind),
 											  sh->qtext, &len);
 
-		log.qlen = pg_encoding_mbcliplen(sh->encoding, data, len,
-										 PGSS_NG_EVICTION_LOG_TEXT - 1);
+		log.qlen = Min(len, PGSS_NG_EVICTION_LOG_TEXT - 1);
 		memcpy(log.query, data, log.qlen);
 	}
 	log.calls = sh->counters.calls[PGSS_NG_EXEC];

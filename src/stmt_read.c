@@ -333,7 +333,7 @@ histograms_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 
-	memcpy(arg, &sh->hist, sizeof(PgssNgHistPair));
+	pgss_ng_hist_copy_used((PgssNgHistPair *) arg, &sh->hist);
 	return true;
 }
 

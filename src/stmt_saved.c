@@ -249,7 +249,7 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
 	rec.counters = sh->counters;
 	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
-	rec.hist = sh->hist;
+	pgss_ng_hist_copy_used(&rec.hist, &sh->hist);	/* zeros outside */
 	rec.encoding = sh->encoding;
 	rec.qlen = text ? qlen : -1;
 	rec.stats_since = sh->stats_since;
