@@ -617,7 +617,8 @@ writer_reload(void)
  *		kind layer's allocation back-off starts:
  *		pgss_ng_kind_alloc_backing_off), the restore stops: the rest are
  *		skipped.  A full reset during the restore stops it too, and the
- *		entries restored before it are gone with it (stmt_saved.c).  One
+ *		entries restored before it are gone with it; what a partial one
+ *		removed is not restored after it (stmt_saved.c).  One
  *		line at the end says what is there: entries restored, of which
  *		without their text, and what was not restored and why.
  *		Memory: CurrentMemoryContext.  Errors: none of its own; unreadable
@@ -694,6 +695,12 @@ load_stats_file(void)
 				 oom ?
 				 errdetail("Shared memory ran out; the restore stopped there.") :
 				 errdetail("A backend had already made the same entry, shared memory ran out, or a saved query text was not valid in its encoding.")));
+	else if (rs.reset_away > 0)
+		ereport(LOG,
+				(errmsg("pgss_ng restored %zu statement entries from \"%s\" (%zu of them without their query text)",
+						rs.restored, PGSS_NG_STAT_FILE, rs.texts_dropped),
+				 errdetail("A reset made since the server started removed the statements of %zu more saved entries: they were not restored.",
+						   rs.reset_away)));
 	else if (rs.texts_dropped > 0)
 		ereport(LOG,
 				(errmsg("pgss_ng restored %zu statement entries from \"%s\" (%zu of them without their query text)",

@@ -58,10 +58,27 @@ typedef struct PgssNgPending
 } PgssNgPending;
 
 /*
+ * What a reset removes (pgss_ng_reset's arguments): entries whose key
+ * matches, 0 (InvalidOid) matching any.
+ */
+typedef struct PgssNgResetFilter
+{
+	Oid			userid;
+	Oid			dbid;
+	uint64		queryid;
+} PgssNgResetFilter;
+
+/* Partial resets kept for a restore (PgssNgStmtControl.partial). */
+#define PGSS_NG_PARTIAL_RESETS_KEPT	32
+
+/*
  * The statement kind's control block, in main shared memory: its info
  * counters (those of pgss_ng_info that are not the kind layer's or the
- * text arena's), whether the stats file was loaded, and the number of
- * attached processes.
+ * text arena's), whether the stats file was loaded, the number of
+ * attached processes, and the partial resets made since shared memory was
+ * made, which a restore must not undo (stmt_read.c records them,
+ * stmt_saved.c reads them, both under <name>_dealloc: exclusively, and
+ * shared in the restore bracket).
  */
 typedef struct PgssNgStmtControl
 {
@@ -70,7 +87,23 @@ typedef struct PgssNgStmtControl
 	TimestampTz stats_reset;	/* last full reset */
 	bool		loaded;			/* the writer has read the stats file */
 	pg_atomic_uint32 nattached; /* see pgss_ng_stmt_attach */
+	int			npartial;		/* partial resets made, up to
+								 * PGSS_NG_PARTIAL_RESETS_KEPT + 1 (more
+								 * than kept) */
+	PgssNgResetFilter partial[PGSS_NG_PARTIAL_RESETS_KEPT];
 } PgssNgStmtControl;
+
+/*
+ * stmt_reset_match
+ *		Does a reset with filter f remove the entry of key?
+ */
+static inline bool
+stmt_reset_match(const PgssNgResetFilter *f, const PgssNgStmtKey *key)
+{
+	return (f->userid == InvalidOid || key->userid == f->userid) &&
+		(f->dbid == InvalidOid || key->dbid == f->dbid) &&
+		(f->queryid == UINT64CONST(0) || key->queryid == f->queryid);
+}
 
 extern PgssNgStmtControl *pgss_ng_stmt_ctl;
 

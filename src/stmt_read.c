@@ -186,12 +186,10 @@ pgss_ng_stmt_read(int what, TimestampTz changed_since,
 	pfree(st);
 }
 
-/* Filter of pgss_ng_stmt_reset(); 0 matches anything. */
+/* A reset of pgss_ng_stmt_reset(): its filter and its time. */
 typedef struct ResetFilter
 {
-	Oid			userid;
-	Oid			dbid;
-	uint64		queryid;
+	PgssNgResetFilter f;
 	TimestampTz now;
 } ResetFilter;
 
@@ -202,12 +200,8 @@ typedef struct ResetFilter
 static bool
 reset_match(const void *key, void *arg)
 {
-	const PgssNgStmtKey *k = (const PgssNgStmtKey *) key;
-	const ResetFilter *f = (const ResetFilter *) arg;
-
-	return (f->userid == InvalidOid || k->userid == f->userid) &&
-		(f->dbid == InvalidOid || k->dbid == f->dbid) &&
-		(f->queryid == UINT64CONST(0) || k->queryid == f->queryid);
+	return stmt_reset_match(&((const ResetFilter *) arg)->f,
+							(const PgssNgStmtKey *) key);
 }
 
 /*
@@ -238,17 +232,30 @@ reset_minmax(void *shared_data, void *arg)
 }
 
 /*
- * reset_evicted
- *		pgss_ng_kind_remove_matching's locked callback of a reset of
- *		(userid, dbid) with any queryid: clear their rows of the evicted
- *		remainder too, under <name>_dealloc (no eviction in between).
+ * reset_locked
+ *		pgss_ng_kind_remove_matching's locked callback of a reset, under
+ *		<name>_dealloc held exclusively (no eviction in between): with any
+ *		queryid, clear the rows of (userid, dbid) in the evicted remainder
+ *		too.  A partial reset's filter is kept for a restore of saved
+ *		statistics that has not finished, or not begun (they are older
+ *		than any reset since the start), so that what the reset removed
+ *		does not come back (stmt_saved.c); a full reset stops a restore
+ *		through the kind layer's count of them.
  */
 static void
-reset_evicted(void *arg)
+reset_locked(void *arg)
 {
-	const ResetFilter *f = (const ResetFilter *) arg;
+	const ResetFilter *r = (const ResetFilter *) arg;
+	PgssNgStmtControl *ctl = pgss_ng_stmt_ctl;
+	bool		partial = r->f.userid != InvalidOid ||
+		r->f.dbid != InvalidOid || r->f.queryid != UINT64CONST(0);
 
-	pgss_ng_evicted_clear(f->userid, f->dbid);
+	if (partial && ctl->npartial < PGSS_NG_PARTIAL_RESETS_KEPT)
+		ctl->partial[ctl->npartial] = r->f;
+	if (partial && ctl->npartial <= PGSS_NG_PARTIAL_RESETS_KEPT)
+		ctl->npartial++;
+	if (r->f.queryid == UINT64CONST(0))
+		pgss_ng_evicted_clear(r->f.userid, r->f.dbid);
 }
 
 /*
@@ -273,9 +280,9 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 	bool		all = userid == InvalidOid && dbid == InvalidOid &&
 		queryid == UINT64CONST(0);
 
-	f.userid = userid;
-	f.dbid = dbid;
-	f.queryid = queryid;
+	f.f.userid = userid;
+	f.f.dbid = dbid;
+	f.f.queryid = queryid;
 	f.now = GetCurrentTimestamp();
 
 	/* our own pending counts (and noted failures) predate the reset */
@@ -291,8 +298,7 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 
 	/* no filter for all: the kind layer counts a full reset (restores) */
 	pgss_ng_kind_remove_matching(pgss_ng_stmt_kind, all ? NULL : reset_match,
-								 &f, f.queryid == UINT64CONST(0) ?
-								 reset_evicted : NULL);
+								 &f, reset_locked);
 
 	if (all)
 	{

@@ -8,12 +8,15 @@
  *
  * Owns: PgssNgStmtControl.loaded (the writer's alone).
  *
- * A full reset wins over a restore: the saved statistics are older than
- * any reset since the start, so once one came (the kind layer counts
+ * A reset wins over a restore: the saved statistics are older than any
+ * reset since the start.  Once a full reset came (the kind layer counts
  * them), nothing more is restored, neither entries nor the info block,
- * and what was restored before it went with it.  The kind layer's
- * restore bracket (pgss_ng_kind_restore_begin/_end) puts a reset wholly
- * before or after each entry and the info block.
+ * and what was restored before it went with it.  A partial reset removed
+ * what matched it of what was restored before it, and what matches it is
+ * not restored after it (stmt_read.c keeps the filters of the first
+ * PGSS_NG_PARTIAL_RESETS_KEPT; past those nothing more is restored).  The
+ * kind layer's restore bracket (pgss_ng_kind_restore_begin/_end) puts a
+ * reset wholly before or after each entry and the info block.
  *
  * Locking: records are made under each entry's lock held shared (the kind
  * layer's foreach); a restored entry is made, inside the restore bracket
@@ -78,11 +81,37 @@ typedef struct InfoRestore
 } InfoRestore;
 
 /*
+ * partial_reset_removed
+ *		Whether a partial reset made since shared memory was made removed
+ *		the saved entry of key (for a row of the evicted remainder, row:
+ *		whether one cleared that row, one with any queryid), or more
+ *		partial resets were made than kept (then anything may have been:
+ *		true).  In the restore bracket (<name>_dealloc shared: the resets
+ *		record their filters holding it exclusively).
+ */
+static bool
+partial_reset_removed(const PgssNgStmtKey *key, bool row)
+{
+	const PgssNgStmtControl *ctl = pgss_ng_stmt_ctl;
+	int			i;
+
+	if (ctl->npartial > PGSS_NG_PARTIAL_RESETS_KEPT)
+		return true;
+	for (i = 0; i < ctl->npartial; i++)
+		if ((!row || ctl->partial[i].queryid == UINT64CONST(0)) &&
+			stmt_reset_match(&ctl->partial[i], key))
+			return true;
+	return false;
+}
+
+/*
  * pgss_ng_stmt_evict_record
  *		A saved entry that is not restored because pgss_ng.max is lower
  *		than what was saved: fold its counters into the evicted remainder,
- *		as one entry, in the restore bracket (not if a full reset came
- *		since the restore began: rs->reset is then set).  The record was
+ *		as one entry, and count it in entries_evicted (the first such record
+ *		one eviction run in dealloc), in the restore bracket (not if a full reset came
+ *		since the restore began: rs->reset is then set; nor if a partial
+ *		one removed it: counted in rs->reset_away).  The record was
  *		checked (pgss_ng_stmt_record_wellformed).  Locks: the restore
  *		bracket, then the remainder's LWLock.
  */
@@ -99,7 +128,16 @@ pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data, Size len)
 		rs->reset = true;
 		return;
 	}
-	pgss_ng_evicted_fold(&rec.key, &rec.counters, 1, NULL);
+	if (partial_reset_removed(&rec.key, false))
+		rs->reset_away++;
+	else
+	{
+		pgss_ng_evicted_fold(&rec.key, &rec.counters, 1, NULL);
+		/* an eviction: the records beyond max count as one run */
+		pgss_ng_kind_restore_counters(pgss_ng_stmt_kind,
+									  rs->evicted++ == 0 ? 1 : 0, 1, 0, 0,
+									  GetCurrentTimestamp());
+	}
 	pgss_ng_kind_restore_end(pgss_ng_stmt_kind);
 }
 
@@ -177,7 +215,8 @@ restore_info_guarded(void *arg)
 
 		memcpy(&row, ir->evicted + (Size) i * sizeof(PgssNgEvictedRow),
 			   sizeof(PgssNgEvictedRow));
-		pgss_ng_evicted_restore(&row);
+		if (!partial_reset_removed(&row.key, true))
+			pgss_ng_evicted_restore(&row);
 	}
 	SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_stmt_ctl->dropped += ir->in->dropped;
@@ -193,8 +232,9 @@ restore_info_guarded(void *arg)
  *		the saved one (from then on it only moves forward: a reset sets it
  *		to its own time, and no restore comes after one), and the
  *		nevicted saved rows of the evicted remainder at evicted (added to
- *		what was evicted since the start).  Not if a full reset came since
- *		the restore began (rs->reset is then set).  Locks: the restore
+ *		what was evicted since the start; not those a partial reset
+ *		cleared).  Not if a full reset came since the restore began
+ *		(rs->reset is then set).  Locks: the restore
  *		bracket, then the remainder's LWLock, then the info spinlock.
  */
 void
@@ -359,7 +399,8 @@ stmt_restored_changed(void *shared_data, void *arg)
  *		pgss_ng_kind_guard(), inside the restore bracket: create the entry
  *		of r->rec, or merge the record into the entry of a backend that
  *		made the same key first, and count the outcome in r->rs.  Nothing,
- *		and r->rs->reset set, if a full reset came since the restore began.
+ *		and r->rs->reset set, if a full reset came since the restore began;
+ *		nothing, counted in r->rs->reset_away, if a partial one removed it.
  *		An ERROR leaves the record uncounted (the caller counts it skipped).
  */
 static void
@@ -373,6 +414,12 @@ restore_guarded(void *arg)
 	if (!pgss_ng_kind_restore_begin(kind, r->rs->full_resets))
 	{
 		r->rs->reset = true;
+		return;
+	}
+	if (partial_reset_removed(&rec->key, false))
+	{
+		r->rs->reset_away++;
+		pgss_ng_kind_restore_end(kind);
 		return;
 	}
 	switch (pgss_ng_kind_restore(kind, &rec->key, stmt_restore_init, r,

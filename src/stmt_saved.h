@@ -156,6 +156,10 @@ typedef struct PgssNgRestore
 	Size		restored;		/* records whose counts are in */
 	Size		texts_dropped;	/* of those, saved texts that did not fit */
 	Size		skipped;		/* records that could not be restored */
+	Size		reset_away;		/* records a partial reset made since the
+								 * start removed: not restored */
+	Size		evicted;		/* records beyond max, evicted into the
+								 * remainder */
 	bool		reset;			/* a full reset came: nothing more may be
 								 * restored */
 } PgssNgRestore;
