@@ -11,8 +11,11 @@
 #   - privacy: the role sees its texts and queryids, another unprivileged
 #     role sees '<insufficient privilege>' and NULL, a member of
 #     pg_read_all_stats sees them;
-#   - a full reset empties the log; with pgss_ng.evicted_log = 0 (after a
-#     restart) nothing is logged while the remainder still counts.
+#   - a full reset empties the log;
+#   - a long text is logged as its first 255 bytes at most, cut at a
+#     character boundary (UTF8: a 2-byte character across byte 255 goes);
+#   - with pgss_ng.evicted_log = 0 (after a restart) nothing is logged
+#     while the remainder still counts.
 use strict;
 use warnings;
 
@@ -32,7 +35,8 @@ my $node = pgss_node(
 	'pgss_ng.track' => 'none',
 	'pgss_ng.track_utility' => 'off',
 	'pgss_ng.track_planning' => 'off',
-	'pgss_ng.save' => 'off');
+	'pgss_ng.save' => 'off',
+	_init => { extra => [ '--encoding=UTF8', '--locale=C' ] });
 
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 create_wide_table($node, 'w', 40);
@@ -128,6 +132,27 @@ is( $node->safe_psql(
 $node->safe_psql('postgres', 'SELECT pgss_ng_reset()');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pgss_ng_evictions'),
 	'0', 'a full reset empties the log');
+
+# --- a long text: at most 255 bytes of it, cut at a character boundary ---
+# 26 ASCII bytes, then 2-byte characters (U+00E9): byte 255 would split
+# one, so the log keeps 26 + 2 * 114 = 254 bytes.  The statement is older
+# than the 100 after it at max 100: among the first run's victims.
+{
+	local $ENV{PGCLIENTENCODING} = 'UTF8';
+	my $head = 'SELECT c40, c39 FROM w /* ';
+	$node->safe_psql('postgres',
+		"SET pgss_ng.track = top;\nSET ROLE regress_alice;\n$head"
+		  . ("\xc3\xa9" x 200) . " */;\n"
+		  . join('', map { stmt($_) . ";\n" } 1 .. 100));
+	is( $node->safe_psql(
+			'postgres',
+			q{SELECT query FROM pgss_ng_evictions() WITH ORDINALITY AS l(userid, dbid,
+			    toplevel, queryid, query, calls, total_exec_time, stats_since,
+			    evicted_at, ord) WHERE query LIKE 'SELECT c40, c39 %'}),
+		$head . ("\xc3\xa9" x 114),
+		'a long text: its first 254 bytes, up to the character across byte 255');
+	$node->safe_psql('postgres', 'SELECT pgss_ng_reset()');
+}
 
 # --- pgss_ng.evicted_log = 0: off ---
 $node->append_conf('postgresql.conf', 'pgss_ng.evicted_log = 0');
