@@ -83,8 +83,8 @@ my ($pmpid) = slurp_file($node->data_dir . '/postmaster.pid') =~ /^(\d+)/;
 		'gdb finds pgss_ng_stmt_restore_record');
 }
 
-# gdb on the postmaster, in non-stop mode (driven with gdb_send and
-# gdb_wait).  Its waits are bounded by a timer, and return false rather
+# gdb on the postmaster, in non-stop mode (gdb_start's handle, driven
+# with gdb_send and gdb_wait).  Its waits are bounded by a timer, and return false rather
 # than die, so that a failed wait still lets the processes go.
 my $g;
 
@@ -111,18 +111,9 @@ sub hold_restore
 	my ($file, $what, $fn, $ignore) = @_;
 	my ($pm) = slurp_file($node->data_dir . '/postmaster.pid') =~ /^(\d+)/;
 
-	$g = { in => '', out => '', err => '' };
-	$g->{timer} = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
-	$g->{h} = IPC::Run::start(
-		[ 'gdb', '-q', '-nx', '-iex', 'set non-stop on', '-p', $pm ],
-		'<', \$g->{in}, '>', \$g->{out}, '2>', \$g->{err}, $g->{timer});
+	# every process's signals pass, none stops it
+	$g = gdb_start($pm, non_stop => 1);
 	gdb_send($g,
-		'set pagination off',
-		'set confirm off',
-		'set width 0',
-		'set debuginfod enabled off',
-		# every process's signals pass, none stops it
-		'handle SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE SIGCHLD nostop noprint pass',
 		'set detach-on-fork off',
 		'set follow-fork-mode parent',
 		"break $fn",

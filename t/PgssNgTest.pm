@@ -229,16 +229,23 @@ sub gdb_probe
 	return ($out =~ /process $pid\b/ ? 1 : 0, $out, $why // 'no output');
 }
 
-# gdb_start($pid)
+# gdb_start($pid [, non_stop => 1])
 #	Attach gdb to backend $pid; returns the handle the other gdb_*
 #	functions take.  A timer, not a timeout: waiting past it returns false
 #	instead of dying, so that a failed wait still lets the backend go.
+#	With non_stop (for the postmaster and the processes it forks: one
+#	thread stops, the others run), every signal passes without stopping.
 sub gdb_start
 {
-	my ($pid) = @_;
+	my ($pid, %opt) = @_;
 	my $g = { in => '', out => '', err => '' };
 	$g->{timer} = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
-	$g->{h} = IPC::Run::start([ 'gdb', '-q', '-nx', '-p', $pid ],
+	$g->{h} = IPC::Run::start(
+		[
+			'gdb', '-q', '-nx',
+			($opt{non_stop} ? ('-iex', 'set non-stop on') : ()),
+			'-p', $pid
+		],
 		'<', \$g->{in}, '>', \$g->{out}, '2>', \$g->{err}, $g->{timer});
 	# The backend's own signals (reload, latch wake-ups, a shutdown's
 	# SIGTERM) must reach it without stopping it.  SIGINT keeps gdb's
@@ -249,7 +256,9 @@ sub gdb_start
 		'set confirm off',
 		'set width 0',
 		'set debuginfod enabled off',
-		'handle SIGHUP SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE SIGTERM nostop noprint pass'
+		$opt{non_stop}
+		? 'handle SIGHUP SIGINT SIGQUIT SIGTERM SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE SIGCHLD nostop noprint pass'
+		: 'handle SIGHUP SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGPIPE SIGTERM nostop noprint pass'
 	);
 	return $g;
 }
