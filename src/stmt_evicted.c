@@ -258,10 +258,10 @@ pgss_ng_eviction_log_copy(int *n)
 	for (k = first; k < evicted_ctl->log_written; k++)
 		out[i++] = evicted_ctl->log[k % size];
 	LWLockRelease(evicted_lock);
-	for (k = 0; k < i; k++)
-		if (out[k].qlen > 0)
-			out[k].qlen = pg_encoding_mbcliplen(out[k].encoding, out[k].query,
-												out[k].qlen,
+	for (int j = 0; j < i; j++)
+		if (out[j].qlen > 0)
+			out[j].qlen = pg_encoding_mbcliplen(out[j].encoding, out[j].query,
+												out[j].qlen,
 												PGSS_NG_EVICTION_LOG_TEXT - 1);
 	*n = i;
 	return out;
