@@ -52,10 +52,11 @@ typedef struct PgssNgHistDense
 /*
  * The pair kept in a shared entry and in the stats file: every bucket of
  * both histograms has its count (count[which][bucket]), and each
- * histogram has a window [lo, lo + len) of buckets outside which its
- * counts are zero (len 0: empty), so that a reader copies and scans only
- * the window.  Only the counts inside a window are ever read: a merge
- * zeroes the buckets that join the window.  Zeroed means empty.
+ * histogram has a window [lo, lo + len) of buckets (len 0: empty), so
+ * that a reader copies and scans only the window.  Only the counts inside
+ * a window are ever read: a merge zeroes the buckets that join the
+ * window, and outside it a shared entry's counts may hold anything (a
+ * new entry zeroes only lo and len).  Zeroed means empty.
  */
 typedef struct PgssNgHistPair
 {

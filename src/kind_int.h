@@ -19,10 +19,11 @@
  * Shared structures
  *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
  *	  entry body:      [PgssNgBodyHeader] [kind data (shared_size bytes)]
- *	  The body is a separate DSA chunk so that it can outlive its removal
- *	  from the dshash while backends still hold references to it.
- *	  eviction node:   [PgssNgEvictNode] [key], one per live entry: its
- *	                   place in the eviction queue (kind_evict.c).
+ *	                   [PgssNgEvictNode] [key]: one DSA chunk per entry,
+ *	                   so that it can outlive its removal from the dshash
+ *	                   while backends still hold references to it; the
+ *	                   node is the entry's place in the eviction queue
+ *	                   (kind_evict.c) while it is live, unused after.
  *	  pending entry:   [key] [PgssNgEntryRef] [pending data], in the
  *	                   backend-local hash kind->pending.
  *

@@ -192,15 +192,16 @@ pgss_ng_kind_max_entries(PgssNgKind *kind)
 /*
  * pgss_ng_kind_restore_counters
  *		Add the event counters read back from disk (to whatever was counted
- *		since the start, if anything); the last eviction's time is the saved
- *		one unless a run evicted since the start.
+ *		since the start, if anything), or those of a restore's own
+ *		eviction; the last eviction's time becomes last_eviction if that is
+ *		later (a compare-and-exchange loop: runs may end meanwhile).
  */
 void
 pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 							  int64 entries_evicted, int64 backstop_skips,
 							  int64 eviction_ns, TimestampTz last_eviction)
 {
-	uint64		none = 0;
+	uint64		cur = pg_atomic_read_u64(&kind->ctl->last_eviction);
 
 	pg_atomic_fetch_add_u64(&kind->ctl->dealloc, (uint64) dealloc);
 	pg_atomic_fetch_add_u64(&kind->ctl->entries_evicted,
@@ -208,8 +209,10 @@ pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 	pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips,
 							(uint64) backstop_skips);
 	pg_atomic_fetch_add_u64(&kind->ctl->eviction_ns, (uint64) eviction_ns);
-	(void) pg_atomic_compare_exchange_u64(&kind->ctl->last_eviction, &none,
-										  (uint64) last_eviction);
+	while (cur < (uint64) last_eviction &&
+		   !pg_atomic_compare_exchange_u64(&kind->ctl->last_eviction, &cur,
+										   (uint64) last_eviction))
+		;
 }
 
 /*

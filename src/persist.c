@@ -697,8 +697,11 @@ load_stats_file(void)
 				 errdetail("A backend had already made the same entry, shared memory ran out, or a saved query text was not valid in its encoding.")));
 	else if (rs.reset_away > 0)
 		ereport(LOG,
-				(errmsg("pgss_ng restored %zu statement entries from \"%s\" (%zu of them without their query text)",
-						rs.restored, PGSS_NG_STAT_FILE, rs.texts_dropped),
+				(rs.texts_dropped > 0 ?
+				 errmsg("pgss_ng restored %zu statement entries from \"%s\" (%zu of them without their query text)",
+						rs.restored, PGSS_NG_STAT_FILE, rs.texts_dropped) :
+				 errmsg("pgss_ng restored %zu statement entries from \"%s\"",
+						rs.restored, PGSS_NG_STAT_FILE),
 				 errdetail("A reset made since the server started removed the statements of %zu more saved entries: they were not restored.",
 						   rs.reset_away)));
 	else if (rs.texts_dropped > 0)

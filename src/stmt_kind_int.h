@@ -11,7 +11,8 @@
  * but qtext_failed, set before the entry is published and cleared once
  * under the lock, may be read without it (a true read is checked again
  * under the lock); PgssNgStmtControl by its spinlock, except loaded (the
- * writer's alone).
+ * writer's alone) and npartial/partial (<name>_dealloc: written holding
+ * it exclusively, read in the restore bracket).
  *
  *-------------------------------------------------------------------------
  */

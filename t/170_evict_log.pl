@@ -135,22 +135,27 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM pgss_ng_evictions'),
 
 # --- a long text: at most 255 bytes of it, cut at a character boundary ---
 # 26 ASCII bytes, then 2-byte characters (U+00E9): byte 255 would split
-# one, so the log keeps 26 + 2 * 114 = 254 bytes.  The statement is older
-# than the 100 after it at max 100: among the first run's victims.
+# one, so the log keeps 26 + 2 * 114 = 254 bytes; after 27 ASCII bytes
+# the 114th ends at byte 255, and all 255 are kept.  Both statements are
+# older than the 100 after them at max 100: among the first run's
+# victims.
 {
 	local $ENV{PGCLIENTENCODING} = 'UTF8';
-	my $head = 'SELECT c40, c39 FROM w /* ';
+	my %head = (c39 => 'SELECT c40, c39 FROM w /* ', c38 => 'SELECT c40, c38 FROM w /** ');
 	$node->safe_psql('postgres',
-		"SET pgss_ng.track = top;\nSET ROLE regress_alice;\n$head"
-		  . ("\xc3\xa9" x 200) . " */;\n"
+		"SET pgss_ng.track = top;\nSET ROLE regress_alice;\n"
+		  . join('', map { $head{$_} . ("\xc3\xa9" x 200) . " */;\n" } sort keys %head)
 		  . join('', map { stmt($_) . ";\n" } 1 .. 100));
-	is( $node->safe_psql(
-			'postgres',
-			q{SELECT query FROM pgss_ng_evictions() WITH ORDINALITY AS l(userid, dbid,
-			    toplevel, queryid, query, calls, total_exec_time, stats_since,
-			    evicted_at, ord) WHERE query LIKE 'SELECT c40, c39 %'}),
-		$head . ("\xc3\xa9" x 114),
-		'a long text: its first 254 bytes, up to the character across byte 255');
+	for my $c (sort keys %head)
+	{
+		is( $node->safe_psql(
+				'postgres',
+				qq{SELECT query FROM pgss_ng_evictions() WITH ORDINALITY AS l(userid, dbid,
+				    toplevel, queryid, query, calls, total_exec_time, stats_since,
+				    evicted_at, ord) WHERE query LIKE 'SELECT c40, $c %'}),
+			$head{$c} . ("\xc3\xa9" x 114),
+			'a long text: its first ' . (length($head{$c}) + 228) . ' bytes, whole characters');
+	}
 	$node->safe_psql('postgres', 'SELECT pgss_ng_reset()');
 }
 

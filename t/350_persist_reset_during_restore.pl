@@ -1,10 +1,10 @@
 # A reset while the writer restores the stats file wins.  A full one:
 # nothing restored before it survives it, nothing saved is restored after
 # it, and stats_reset stays the reset's time (the saved, older one never
-# comes back).  A partial one (one role's statements): what it removed of
-# the entries restored before it stays removed, the saved entries of that
-# role are not restored after it, the other role's all are, and the log
-# line counts those it kept out.
+# comes back).  A partial one (one role's statements), made before the
+# writer restores anything: none of that role's saved entries or rows of
+# the evicted remainder is restored after it, all of the other role's
+# are, and the log line counts those it kept out.
 #
 # Holding the restore: the writer restores at its start, before a test
 # could attach gdb to it.  So gdb attaches to the postmaster instead, in
@@ -187,7 +187,8 @@ create_wide_table($node, 'pw', 20);
 quiet_psql("CREATE ROLE ra LOGIN; CREATE ROLE rb LOGIN; GRANT SELECT ON pw TO ra, rb;\n"
 	  . "ALTER ROLE ra SET pgss_ng.track = top; ALTER ROLE rb SET pgss_ng.track = top;\n"
 	  . "ALTER SYSTEM SET pgss_ng.max = 100; SELECT pg_reload_conf();");
-$node->poll_query_until('postgres', "SELECT current_setting('pgss_ng.max') = '100'")
+# the value the writer publishes, not this session's setting
+$node->poll_query_until('postgres', 'SELECT entries_max = 100 FROM pgss_ng_info')
   or die 'pgss_ng.max = 100 not in force';
 quiet_psql('SELECT pgss_ng_reset()');
 # in turn, one session each, so that both keep entries (eviction goes by
@@ -218,7 +219,10 @@ like($rb_rows, qr/^true \d+ \d+$/, "partial reset: so has rb ($rb_rows)");
 $node->stop;
 my $saved2 = $node->basedir . '/pgss_ng.stat.saved2';
 ok(copy($statfile, $saved2), 'partial reset: the stats file is kept aside');
+# the writer restores (and removes) the file at this start: wait for it
+$pos = -s $node->logfile;
 $node->start;
+$node->wait_for_log(qr/pgss_ng restored/, $pos);
 
 $pos = hold_restore($saved2, 'partial reset', 'pgss_ng_stmt_restore_info', 0);
 is(quiet_psql('SELECT entries FROM pgss_ng_info'), '0',
@@ -239,7 +243,7 @@ is( quiet_psql(
 			'pgss_ng_evicted', 'rb')),
 	$rb_rows, 'partial reset: and its row of the evicted remainder');
 like(slurp_file($node->logfile, $pos),
-	qr/pgss_ng restored $entries{rb} statement entries from "pg_stat\/pgss_ng\.stat" \(0 of them without their query text\)\n[^\n]*DETAIL:  A reset made since the server started removed the statements of $entries{ra} more saved entries: they were not restored\./,
+	qr/pgss_ng restored $entries{rb} statement entries from "pg_stat\/pgss_ng\.stat"\n[^\n]*DETAIL:  A reset made since the server started removed the statements of $entries{ra} more saved entries: they were not restored\./,
 	'partial reset: the log line counts the entries it kept out');
 
 $node->stop;

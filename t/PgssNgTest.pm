@@ -248,9 +248,9 @@ sub gdb_start
 		],
 		'<', \$g->{in}, '>', \$g->{out}, '2>', \$g->{err}, $g->{timer});
 	# The backend's own signals (reload, latch wake-ups, a shutdown's
-	# SIGTERM) must reach it without stopping it.  SIGINT keeps gdb's
-	# default (stop, not passed): gdb_release() uses it to interrupt a
-	# running backend.
+	# SIGTERM) must reach it without stopping it.  Without non_stop,
+	# SIGINT keeps gdb's default (stop, not passed): gdb_release() uses it
+	# to interrupt a running backend.
 	gdb_send($g,
 		'set pagination off',
 		'set confirm off',
