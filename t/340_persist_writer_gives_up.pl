@@ -4,9 +4,12 @@
 #
 # Backend B (track = all) runs S twice (flushed), then a function whose
 # nested statement N is counted (pending in B) before it waits on an
-# advisory lock.  gdb, attached to B with a breakpoint on die() (the
-# SIGTERM handler of a backend), stops B when a fast shutdown signals it:
-# B can neither flush nor detach.  Asserted:
+# advisory lock, held by a prepared transaction: a shutdown does not
+# release it, so B cannot get it and end its statement (flushing N) while
+# the shutdown's signals go out (a lock held by a session could be freed
+# by that session's exit first).  gdb, attached to B with a breakpoint on
+# die() (the SIGTERM handler of a backend), stops B when a fast shutdown
+# signals it: B can neither flush nor detach.  Asserted:
 # - the writer logs "pgss_ng writer saves statistics while 1 processes
 #   are still attached", at least 29.5 s after the postmaster logged the
 #   shutdown request (log timestamps; the wait counts 3000 waits of
@@ -31,7 +34,8 @@ use PgssNgTest;
 my $node = pgss_node(
 	'writer_gives_up',
 	'pgss_ng.track' => 'top',
-	'pgss_ng.save' => 'on');
+	'pgss_ng.save' => 'on',
+	'max_prepared_transactions' => 2);
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION pgss_ng;
@@ -48,8 +52,8 @@ my $bpid = $sess_b->query_safe('SELECT pg_backend_pid()');
 $sess_b->set_query_timer_restart;
 gdb_usable_or_skip($bpid, 'die');
 
-my $lock = $node->background_psql('postgres');
-$lock->query_safe('SELECT pg_advisory_lock(1)');
+untracked_psql($node,
+	"BEGIN; SELECT pg_advisory_xact_lock(1); PREPARE TRANSACTION 'hold_lock'");
 
 $sess_b->query_safe("SET pgss_ng.track = 'all'");
 $sess_b->query_safe('SELECT count(*) FROM t') for 1 .. 2;
@@ -112,7 +116,6 @@ $stop->finish;
 is($stop->result(0), 0, 'the fast shutdown completed once B was let go')
   or diag("$stop_out\n$stop_err");
 $sess_b->{run}->kill_kill;
-$lock->{run}->kill_kill;
 $node->_update_pid(0);
 
 $node->start;
@@ -126,5 +129,6 @@ $node->wait_for_log(qr/pgss_ng restored \d+ statement entries/);
 		'SELECT count(*) FROM t 2',
 		'restored: S with its 2 calls, not the count B held past the save');
 }
+untracked_psql($node, "ROLLBACK PREPARED 'hold_lock'");
 $node->stop;
 done_testing();
