@@ -271,7 +271,6 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	node = dsa_get_address(kind->area, np);
 	node->prev = InvalidDsaPointer;
 	node->next = InvalidDsaPointer;
-	node->body = body;
 	memcpy(PgssNgNodeKey(node), ca->key, kind->desc->key_size);
 
 	PG_TRY();

@@ -12,10 +12,10 @@
  * Usage is 1 at creation plus the uses its flushes reported, halving every
  * PGSS_NG_USAGE_HALF_LIFE_MS.
  *
- * The eviction queue holds one node (PgssNgEvictNode: key and body) per
- * live entry.  A creator pushes its entry's node on a lock-free stack of
- * new nodes (kind_push_new) under the partition lock that publishes the
- * entry; an eviction run moves that stack to the queue's front
+ * The eviction queue holds one node (PgssNgEvictNode and key, at the end
+ * of the entry's body chunk) per live entry.  A creator pushes its
+ * entry's node on a lock-free stack of new nodes (kind_push_new) under the
+ * partition lock that publishes the entry; an eviction run moves that stack to the queue's front
  * (kind_take_new).  A run then examines the queue from its front: the
  * entries created since the last run, the candidates the last run left
  * (its pool), then the entries examined longest ago, at most
@@ -158,8 +158,8 @@ kind_backstop(PgssNgKind *kind)
 }
 
 #define NODE(kind, np) ((PgssNgEvictNode *) dsa_get_address((kind)->area, (np)))
-/* the body whose chunk ends with node (mapped: same chunk) */
-#define NODE_BODY(kind, node) \
+/* the header of the body whose chunk ends with node (mapped: same chunk) */
+#define NODE_HDR(kind, node) \
 	((PgssNgBodyHeader *) (((char *) (node)) - KIND_NODE_OFFSET(kind)))
 
 /*
@@ -325,8 +325,8 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 {
 	PgssNgEvictNode *node = NODE(kind, np);
 	void	   *he;
-	dsa_pointer body = node->body;
-	PgssNgBodyHeader *hdr = NODE_BODY(kind, node);
+	dsa_pointer body = KIND_NODE_BODY(kind, np);
+	PgssNgBodyHeader *hdr = NODE_HDR(kind, node);
 
 	/* queue_unlink below writes to the neighbours */
 	node_map(kind, node->prev);
@@ -485,11 +485,10 @@ examine_queue(PgssNgKind *kind, EvictExam *ex, int keep, int budget)
 	{
 		PgssNgEvictNode *node = NODE(kind, np);
 		/* the body starts the node's chunk: no mapping to look up */
-		PgssNgBodyHeader *hdr = NODE_BODY(kind, node);
+		PgssNgBodyHeader *hdr = NODE_HDR(kind, node);
 		EvictCandidate c;
 
 		Assert(node->prev == prev);
-		Assert(node->body + KIND_NODE_OFFSET(kind) == np);
 		prev = np;
 		ex->nvisited++;
 		/* referenced: some backend is counting into it right now */

@@ -106,7 +106,6 @@ typedef struct PgssNgEvictNode
 {
 	dsa_pointer prev;			/* towards the queue's front */
 	dsa_pointer next;			/* towards its back; on the stack: older */
-	dsa_pointer body;			/* the entry's body */
 } PgssNgEvictNode;
 
 #define PGSS_NG_NODE_KEY_OFFSET		MAXALIGN(sizeof(PgssNgEvictNode))
@@ -173,13 +172,15 @@ struct PgssNgKind
 
 /*
  * A body's chunk is [PgssNgBodyHeader] [kind data] [PgssNgEvictNode] [key]:
- * where its node starts, and the chunk's size.  One allocation per entry
- * (and one free), not two.
+ * where its node starts, the chunk's size, and the body a node's pointer
+ * belongs to (a node's body is derived, never stored).  One allocation per
+ * entry (and one free), not two.
  */
 #define KIND_NODE_OFFSET(kind) \
 	(PGSS_NG_SHARED_DATA_OFFSET + MAXALIGN((kind)->desc->shared_size))
 #define KIND_CHUNK_SIZE(kind) \
 	(KIND_NODE_OFFSET(kind) + PGSS_NG_NODE_KEY_OFFSET + (kind)->desc->key_size)
+#define KIND_NODE_BODY(kind, np)	((np) - KIND_NODE_OFFSET(kind))
 
 /* kind_evict.c: removal, references, usage, the queue and the backstop */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,

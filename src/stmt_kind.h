@@ -290,8 +290,8 @@ typedef struct PgssNgEvictedRow
 /*
  * One entry of the eviction log (stmt_evicted.c): an evicted entry's key,
  * the start of its text (qlen bytes, -1: it had none; maybe ending inside
- * a character until pgss_ng_eviction_log_copy() cuts it), its execution calls and time (ms), creation and eviction
- * times.
+ * a character until pgss_ng_eviction_log_copy() cuts it), its execution
+ * calls and time (ms), creation and eviction times.
  */
 typedef struct PgssNgEvictionLogEntry
 {

@@ -14,7 +14,8 @@
  * and what was restored before it went with it.  A partial reset removed
  * what matched it of what was restored before it, and what matches it is
  * not restored after it (stmt_read.c keeps the filters of the first
- * PGSS_NG_PARTIAL_RESETS_KEPT; past those nothing more is restored).  The
+ * PGSS_NG_PARTIAL_RESETS_KEPT; past those no record or remainder row is
+ * restored).  The
  * kind layer's restore bracket (pgss_ng_kind_restore_begin/_end) puts a
  * reset wholly before or after each entry and the info block.
  *
@@ -108,10 +109,10 @@ partial_reset_removed(const PgssNgStmtKey *key, bool row)
  * pgss_ng_stmt_evict_record
  *		A saved entry that is not restored because pgss_ng.max is lower
  *		than what was saved: fold its counters into the evicted remainder,
- *		as one entry, and count it in entries_evicted (the first such record
- *		one eviction run in dealloc), in the restore bracket (not if a full reset came
- *		since the restore began: rs->reset is then set; nor if a partial
- *		one removed it: counted in rs->reset_away).  The record was
+ *		as one entry, and count it in entries_evicted (the first such
+ *		record one eviction run in dealloc), in the restore bracket (not if
+ *		a full reset came since the restore began: rs->reset is then set;
+ *		nor if a partial one removed it: counted in rs->reset_away).  The record was
  *		checked (pgss_ng_stmt_record_wellformed).  Locks: the restore
  *		bracket, then the remainder's LWLock.
  */
@@ -234,8 +235,8 @@ restore_info_guarded(void *arg)
  *		nevicted saved rows of the evicted remainder at evicted (added to
  *		what was evicted since the start; not those a partial reset
  *		cleared).  Not if a full reset came since the restore began
- *		(rs->reset is then set).  Locks: the restore
- *		bracket, then the remainder's LWLock, then the info spinlock.
+ *		(rs->reset is then set).  Locks: the restore bracket, then the
+ *		remainder's LWLock, then the info spinlock.
  */
 void
 pgss_ng_stmt_restore_info(PgssNgRestore *rs, const PgssNgSavedInfo *in,
