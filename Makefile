@@ -13,28 +13,28 @@
 
 MODULE_big = pgss_ng
 OBJS = \
-	src/pgss_ng.o \
-	src/contrib_gucs.o \
-	src/measure.o \
-	src/kind_entry.o \
-	src/kind_shmem.o \
-	src/kind_evict.o \
-	src/kind_guard.o \
-	src/kind_maint.o \
-	src/errlimit.o \
-	src/stmt_kind.o \
-	src/stmt_read.o \
-	src/stmt_saved.o \
-	src/stmt_errors.o \
-	src/stmt_evicted.o \
-	src/stmt_backend.o \
-	src/hist.o \
-	src/normalize.o \
-	src/qtext.o \
-	src/sqlfuncs.o \
-	src/convert.o \
-	src/rowform.o \
-	src/persist.o
+	src/compat/settings_mirror.o \
+	src/hooks/hooks.o \
+	src/hooks/frames.o \
+	src/hooks/measure.o \
+	src/views/sqlfuncs.o \
+	src/views/rowform.o \
+	src/views/convert.o \
+	src/writer/writer.o \
+	src/stmt/stmt_kind.o \
+	src/stmt/stmt_backend.o \
+	src/stmt/stmt_read.o \
+	src/stmt/stmt_evicted.o \
+	src/stmt/stmt_saved.o \
+	src/stmt/qtext.o \
+	src/stmt/hist.o \
+	src/stmt/normalize.o \
+	src/kind/kind_shmem.o \
+	src/kind/kind_entry.o \
+	src/kind/kind_evict.o \
+	src/kind/kind_guard.o \
+	src/kind/kind_maint.o \
+	src/kind/errlimit.o
 
 # pgss_ng, and pgss_ng_compat: pg_stat_statements' objects (those of this
 # server's own version) served from pgss_ng's, for monitoring tools.
@@ -150,7 +150,7 @@ endif
 PGSS_NG_TAP_PERL ?= $(if $(wildcard $(pgxsdir)/src/test/perl/PostgreSQL/Test/Cluster.pm),$(pgxsdir)/src/test/perl,/usr/lib/postgresql/15/lib/pgxs/src/test/perl)
 PGSS_NG_PROVE = $(if $(strip $(PROVE)),$(PROVE),prove)
 
-# Same environment as PGXS's prove_installcheck, plus -I t for helper modules.
+# Same environment as PGXS's prove_installcheck, plus -I t/lib for the helper modules.
 check-tap:
 ifneq ($(wildcard t/*.pl),)
 	rm -rf '$(CURDIR)'/tmp_check
@@ -158,7 +158,7 @@ ifneq ($(wildcard t/*.pl),)
 	cd $(srcdir) && \
 	  TESTDIR='$(CURDIR)' PATH="$(bindir):$$PATH" PGPORT='6$(DEF_PGPORT)' \
 	  PG_REGRESS='$(PG_REGRESS_BIN)' \
-	  $(PGSS_NG_PROVE) -I $(PGSS_NG_TAP_PERL) -I $(srcdir) -I $(srcdir)/t \
+	  $(PGSS_NG_PROVE) -I $(PGSS_NG_TAP_PERL) -I $(srcdir) -I $(srcdir)/t/lib \
 	  $(PROVE_FLAGS) \
 	  $(if $(PROVE_TESTS),$(PROVE_TESTS),t/*.pl)
 else
@@ -166,11 +166,11 @@ else
 endif
 
 # The saved format's layout in this build, to record beside a new
-# PGSS_NG_FILE_VERSION in src/stmt_saved.h (its static assertions fail
+# PGSS_NG_FILE_VERSION in src/stmt/stmt_saved.h (its static assertions fail
 # the build until the recorded values are this build's).
 .PHONY: saved-layout
 saved-layout:
-	@printf '%s\n' '#include "postgres.h"' '#include "stmt_saved.h"' '#undef printf' \
+	@printf '%s\n' '#include "postgres.h"' '#include "stmt/stmt_saved.h"' '#undef printf' \
 	  'int main(void) { printf("PGSS_NG_SAVED_INFO_SIZE %zu\nPGSS_NG_STMT_RECORD_SIZE %zu\nPGSS_NG_STMT_RECORD_LAYOUT %llu\nPGSS_NG_EVICTED_ROW_SIZE %zu\n",' \
 	  'sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord), (unsigned long long) PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD, sizeof(PgssNgEvictedRow)); return 0; }' \
 	  > saved_layout.c

@@ -1,8 +1,8 @@
-# Unit test of the histogram module (src/hist.c): t/hist_unit.c is
-# compiled with the server's headers against src/hist.c alone (hist.c
+# Unit test of the histogram module (src/stmt/hist.c): t/unit/hist_unit.c is
+# compiled with the server's headers against src/stmt/hist.c alone (hist.c
 # needs nothing of the server at run time), with hist.c's Assert()s
 # compiled in (-DUSE_ASSERT_CHECKING; hist_unit.c reports a failed one),
-# and run; each line it prints is one check (see t/hist_unit.c's header):
+# and run; each line it prints is one check (see t/unit/hist_unit.c's header):
 # that the Assert()s are on, the bucket layout, the 4.95% bound of every
 # quantile against exact quantiles of random data merged in random chunks
 # (over the whole range 8 ns .. 5.3 days, the OLTP range 1 us .. 10 ms,
@@ -20,7 +20,7 @@ use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-# The checks t/hist_unit.c makes: change it with them.
+# The checks t/unit/hist_unit.c makes: change it with them.
 my $nchecks = 43;
 
 my $inc = `pg_config --includedir-server`;
@@ -34,7 +34,7 @@ my $bin = "$dir/hist_unit";
 my ($out, $err) = run_command(
 	[
 		split(' ', $cc), '-O2', '-DUSE_ASSERT_CHECKING', '-I', 'src',
-		'-I', $inc, '-o', $bin, 't/hist_unit.c', 'src/hist.c', '-lm'
+		'-I', $inc, '-o', $bin, 't/unit/unit/hist_unit.c', 'src/stmt/hist.c', '-lm'
 	]);
 ok(-x $bin, 'hist_unit compiled') or diag("$out\n$err");
 

@@ -1,9 +1,9 @@
-# Unit test of the kind layer (src/kind_*.c, src/kind.h) with a fake kind,
-# which shows that the layer is generic: t/kind_unit.c (an int64 key and a
+# Unit test of the kind layer (src/kind/kind_*.c, src/kind/kind.h) with a fake kind,
+# which shows that the layer is generic: t/unit/kind_unit.c (an int64 key and a
 # counter) is built with the layer's objects and nothing else of pgss_ng
-# into a library of its own (t/kind_unit.mk, PGXS, out of tree in a
+# into a library of its own (t/unit/kind_unit.mk, PGXS, out of tree in a
 # temporary directory: never installed), which a node preloads by its
-# path, without pgss_ng.  The SQL functions of t/kind_unit.sql call the
+# path, without pgss_ng.  The SQL functions of t/unit/kind_unit.sql call the
 # layer's API one function each, and the fake kind counts in shared memory
 # what the layer asked of it (inits, frees, the chunks of the kind's area
 # its entries own).  Checked:
@@ -52,13 +52,13 @@ my ($out, $err);
 	delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL)};
 	($out, $err) = run_command(
 		[
-			'make', '-s', '-C', $build, '-f', "$src/t/kind_unit.mk",
+			'make', '-s', '-C', $build, '-f', "$src/t/unit/unit/kind_unit.mk",
 			'PG_CONFIG=pg_config'
 		]);
 }
 my $lib = "$build/kind_unit.so";
 if (!ok(-f $lib,
-		'kind_unit.so built with PGXS from t/kind_unit.c and src/kind_*.c'))
+		'kind_unit.so built with PGXS from t/unit/kind_unit.c and src/kind/kind_*.c'))
 {
 	# this file only: the other TAP files go on
 	diag("kind_unit build failed:\n$out\n$err");
@@ -75,7 +75,7 @@ my $node = pgss_node(
 is($node->safe_psql('postgres', 'SHOW kind_unit.max'),
 	'1000', 'the library is preloaded (its GUC is defined)');
 
-my $sql = slurp_file("$src/t/kind_unit.sql");
+my $sql = slurp_file("$src/t/unit/unit/kind_unit.sql");
 $sql =~ s/MODULE_PATHNAME/$lib/g;
 $node->safe_psql('postgres', $sql);
 

@@ -1,4 +1,4 @@
-# The writer's give-up path (persist.c): at a clean shutdown the pgss_ng
+# The writer's give-up path (writer.c): at a clean shutdown the pgss_ng
 # writer waits up to 30 s (PGSS_NG_WRITER_WAIT_MS) for every other process
 # to flush and detach, then saves the statistics anyway, saying so.
 #

@@ -28,7 +28,7 @@
 #
 # A missing binary is a failure (scripts/install-deps.sh builds them), not
 # a skip.  PGSS_NG_COMPAT_TARGET=contrib runs the same against contrib's
-# pg_stat_statements (t/PgssNgCompat.pm).
+# pg_stat_statements (t/lib/PgssNgCompat.pm).
 use strict;
 use warnings;
 

@@ -14,7 +14,7 @@
 # stat_statements_no_query_text have 14, 15 and 17 (so 15 on servers 15 and
 # 16, 17 on 17 and 18: blk_read_time before 17, shared_ and local_blk_*
 # from 17), stat_statements_calls only 14.  The queries are kept verbatim
-# in t/tool_queries/pgwatch-METRIC-KEY.sql.
+# in t/fixtures/tool_queries/pgwatch-METRIC-KEY.sql.
 #
 # Datadog agent, postgres check (github.com/DataDog/integrations-core,
 # postgres/datadog_checks/postgres/): statements_v2.py at commit
@@ -33,7 +33,7 @@
 #
 # Before CREATE EXTENSION pgss_ng_compat the first of them fails (what a
 # DBA gets today); PGSS_NG_COMPAT_TARGET=contrib runs the whole against
-# contrib's pg_stat_statements (t/PgssNgCompat.pm).
+# contrib's pg_stat_statements (t/lib/PgssNgCompat.pm).
 use strict;
 use warnings;
 
@@ -112,7 +112,7 @@ for my $metric (sort keys %pgwatch_keys)
 {
 	# Metric.GetSQL: the key equal to the major or the closest below
 	my ($key) = sort { $b <=> $a } grep { $_ <= $major } @{ $pgwatch_keys{$metric} };
-	my $file = "t/tool_queries/pgwatch-$metric-$key.sql";
+	my $file = "t/fixtures/tool_queries/pgwatch-$metric-$key.sql";
 	my (undef, $res) = tool_query('pgwatch', slurp_file($file));
 	if ($metric eq 'stat_statements_calls')
 	{

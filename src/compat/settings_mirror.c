@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * contrib_gucs.c
+ * settings_mirror.c
  *	  The settings monitoring tools read from pg_settings under
  *	  pg_stat_statements' names (pg_stat_statements.max, .track,
  *	  .track_utility, .track_planning, .save): read-only mirrors of
@@ -31,7 +31,7 @@
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
-#include "contrib_gucs.h"
+#include "settings_mirror.h"
 
 /* pg_stat_statements' values of .track (pgss_ng.track has the same) */
 static const struct config_enum_entry track_options[] =
@@ -126,14 +126,14 @@ contrib_preloaded(void)
 }
 
 /*
- * pgss_ng_contrib_gucs_init
+ * pgss_ng_settings_mirror_init
  *		From _PG_init, after every pgss_ng GUC is defined: define the
  *		mirrors, unless pg_stat_statements is preloaded too.  Defaults and
  *		ranges are pg_stat_statements'; contexts are those of the pgss_ng
  *		GUCs shown.
  */
 void
-pgss_ng_contrib_gucs_init(void)
+pgss_ng_settings_mirror_init(void)
 {
 	if (contrib_preloaded())
 		return;

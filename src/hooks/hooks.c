@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * pgss_ng.c
+ * hooks.c
  *	  Module entry: _PG_init (which calls each module's init function, so
  *	  that every GUC is defined by the module that reads it; the hooks'
  *	  own GUCs are here), shared memory requests and the hooks that feed
@@ -10,12 +10,12 @@
  * pg_stat_statements does (1.10 on PostgreSQL 15 and 16, 1.11 on 17, 1.12
  * on 18: same nesting rules, same treatment of utility statements,
  * PREPARE/EXECUTE/DEALLOCATE, planning; where these differ by version,
- * compat.h says how), so that counts and normalized texts agree;
+ * pgver.h says how), so that counts and normalized texts agree;
  * stmt_kind.c decides *how* (pending counters, flushed at the end of each
  * top-level statement).
  *
  * Beyond pg_stat_statements, each hook call that runs a tracked statement
- * opens a failure frame (stmt_errors.c): an ERROR passing through its
+ * opens a failure frame (frames.c): an ERROR passing through its
  * PG_CATCH counts one failed execution of the statement, then is
  * re-thrown.
  *
@@ -35,12 +35,12 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "contrib_gucs.h"
+#include "compat/settings_mirror.h"
 #include "measure.h"
-#include "persist.h"
-#include "qtext.h"
-#include "stmt_errors.h"
-#include "stmt_kind.h"
+#include "writer/writer.h"
+#include "stmt/qtext.h"
+#include "frames.h"
+#include "stmt/stmt_kind.h"
 
 PG_MODULE_MAGIC;
 
@@ -99,7 +99,7 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
  * Utility statements that raise the nesting level even when not timed
- * (PostgreSQL 17 and later; see compat.h): all but EXECUTE, whose
+ * (PostgreSQL 17 and later; see pgver.h): all but EXECUTE, whose
  * statement is then seen at the caller's level, and PREPARE, whose parse
  * analysis is.
  */
@@ -131,7 +131,7 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
  *		here; pgss_ng.track_cpu in measure.c, pgss_ng.max in stmt_kind.c,
  *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c),
  *		then the pg_stat_statements.* mirrors of some of them for tools
- *		(contrib_gucs.c), and install the hooks.
+ *		(settings_mirror.c), and install the hooks.
  *
  * Loaded without shared_preload_libraries (e.g. by CREATE EXTENSION), the
  * module installs nothing; its SQL functions then raise an ERROR.
@@ -179,10 +179,10 @@ _PG_init(void)
 	pgss_ng_cpu_init();
 
 	/* the writer's GUC and worker */
-	pgss_ng_persist_init();
+	pgss_ng_writer_init();
 
 	/* last: they show the GUCs above (unless pg_stat_statements is loaded) */
-	pgss_ng_contrib_gucs_init();
+	pgss_ng_settings_mirror_init();
 
 	MarkGUCPrefixReserved("pgss_ng");
 
@@ -258,7 +258,7 @@ pgss_ng_shmem_startup(void)
  *		Make the entry of a statement with constants, with its normalized
  *		text, and clear the queryId of the utility statements whose cost is
  *		charged elsewhere: EXECUTE (and on PostgreSQL 15 PREPARE and
- *		DEALLOCATE too; see compat.h).  Before 16 core records no constants
+ *		DEALLOCATE too; see pgver.h).  Before 16 core records no constants
  *		in utility statements, so they get no entry here.
  */
 static void
@@ -358,14 +358,14 @@ next_planner_nested(int *level, Query *parse, const char *query_string,
 /*
  * pgss_ng_planner
  *		For a tracked statement (query string, non-zero queryId): open a
- *		failure frame around the planning (stmt_errors.c), and time it
+ *		failure frame around the planning (frames.c), and time it
  *		when track_planning is on.  Duration in ms; buffer and WAL usage
  *		of the planning itself.  An ERROR raised while planning counts as
  *		a failed execution of the statement and is re-thrown.
  *
  * While planning, the planner level is raised (from PostgreSQL 17 the one
  * nesting level, timed or not; before, the planner level while timed; see
- * compat.h), so that functions evaluated by the planner are not top-level
+ * pgver.h), so that functions evaluated by the planner are not top-level
  * statements.
  */
 static PlannedStmt *
@@ -438,7 +438,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 
 /*
  * begin_exec_frame
- *		Open a failure frame (stmt_errors.c) for an executor call of a
+ *		Open a failure frame (frames.c) for an executor call of a
  *		statement at the current nesting level, with the run time it had
  *		before (ms, from totaltime when there is one).
  */
@@ -486,7 +486,7 @@ next_ExecutorStart(QueryDesc *queryDesc, int eflags)
  *		Ask the executor for instrumentation of tracked statements; the
  *		Instrumentation lives in the query's memory context.  An ERROR in
  *		the executor's start-up counts as a failed execution (frame of
- *		stmt_errors.c) and is re-thrown.  With pgss_ng.track_cpu, the
+ *		frames.c) and is re-thrown.  With pgss_ng.track_cpu, the
  *		execution's CPU time is counted from before its start-up
  *		(pg_stat_kcache counts ExecutorStart to ExecutorEnd), only while
  *		the executor runs it (measure.c).  In a parallel worker: its CPU
@@ -652,7 +652,7 @@ next_ExecutorEnd(QueryDesc *queryDesc)
  * the next ExecutorEnd frees them, and recorded after it: the CPU time
  * counts the executor's shut-down too, and with it the end of any
  * parallel worker still running.  An ERROR raised by the next ExecutorEnd
- * counts as a failed execution (frame of stmt_errors.c) and is
+ * counts as a failed execution (frame of frames.c) and is
  * re-thrown.  In a parallel worker: its CPU time, for its leader
  * (pgss_ng_cpu_worker_end).
  */
@@ -746,7 +746,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
  *		level.
  *
  * A recorded utility statement that ends in an ERROR counts as a failed
- * execution (frame of stmt_errors.c) before the ERROR is re-thrown.
+ * execution (frame of frames.c) before the ERROR is re-thrown.
  *
  * Like pg_stat_statements, a tracked utility statement's queryId is set
  * to zero before the statement runs, so that a cached PlannedStmt that is

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * stmt_errors.c
+ * frames.c
  *	  Failed executions of the statement kind, as they happen: the frames
  *	  of the tracked statements in progress and the notes of those that
  *	  failed.  The notes become the errors and error_exec_time counters
  *	  when stmt_backend.c merges them.
  *
- * The hooks (pgss_ng.c) open a *frame* around each call that runs a
+ * The hooks (hooks.c) open a *frame* around each call that runs a
  * tracked statement with a queryid (planner, ExecutorStart, ExecutorRun,
  * ExecutorFinish, ProcessUtility), through pgss_ng_stmt_begin(), and close
  * it when the call returns.  A call that ends in an ERROR closes its frame
@@ -38,8 +38,8 @@
 #include "portability/instr_time.h"
 #include "utils/memutils.h"
 
-#include "compat.h"
-#include "stmt_errors.h"
+#include "pgver.h"
+#include "frames.h"
 
 /* Frames kept (deeper nesting is not recorded: its failures count as
  * dropped). */

@@ -2,8 +2,8 @@
  *
  * stmt_kind.h
  *	  The statement kind: its key, its counters, and the entry points that
- *	  the hooks (pgss_ng.c), the SQL functions (sqlfuncs.c) and the writer
- *	  (persist.c) use; the stats file's format and the writer's own entry
+ *	  the hooks (hooks.c), the SQL functions (sqlfuncs.c) and the writer
+ *	  (writer.c) use; the stats file's format and the writer's own entry
  *	  points are in stmt_saved.h.  Only the statement kind's files
  *	  interpret the counters (counting, merge, min/max reset, what a
  *	  reader sees, the saved record); the others see a snapshot or call a
@@ -31,10 +31,10 @@
 
 #include "executor/instrument.h"
 #include "jit/jit.h"
-#include "compat.h"
+#include "pgver.h"
 
 #include "hist.h"
-#include "kind.h"
+#include "kind/kind.h"
 #include "qtext.h"
 
 /* What a store call records: a planning or an execution (a "phase"). */
@@ -71,7 +71,7 @@ typedef struct PgssNgStmtKey
  *	  X(name, C type, SQL type, measured)
  * SQL type is INT8, FLOAT8 or NUMERIC (a uint64 shown as numeric);
  * measured is a constant expression, false where this build of the server
- * cannot measure the counter (compat.h's PGSS_NG_HAVE_*): the column is
+ * cannot measure the counter (pgver.h's PGSS_NG_HAVE_*): the column is
  * then NULL, and the field stays 0.  Times are in milliseconds, block
  * counts in blocks, wal_bytes in bytes.  Before PostgreSQL 17,
  * shared_blk_*_time holds the server's combined shared and local block
@@ -116,7 +116,7 @@ typedef struct PgssNgStmtKey
  * The counters that add up and that pg_stat_statements does not have,
  * output after all of its columns (same X arguments):
  *	  errors: executions that ended in an ERROR (or a FATAL), counted by
- *		stmt_errors.c and stmt_backend.c; error_exec_time: ms they ran
+ *		frames.c and stmt_backend.c; error_exec_time: ms they ran
  *		until then.
  */
 #define PGSS_NG_OWN_COUNTERS(X) \
@@ -329,7 +329,7 @@ extern void pgss_ng_stmt_evict(void);
 
 /*
  * failed executions, from the hooks: a frame opened here is closed with
- * pgss_ng_stmt_end() or pgss_ng_stmt_failed() (stmt_errors.h)
+ * pgss_ng_stmt_end() or pgss_ng_stmt_failed() (frames.h)
  */
 extern int	pgss_ng_stmt_begin(uint64 queryid, bool toplevel,
 							   const char *query, int query_location,

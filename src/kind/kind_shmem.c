@@ -23,7 +23,7 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#include "compat.h"
+#include "pgver.h"
 #include "kind_int.h"
 
 /*

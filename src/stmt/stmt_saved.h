@@ -4,7 +4,7 @@
  *	  The stats file's format, in one place: its header, the info block
  *	  (PgssNgSavedInfo), the entry record (PgssNgStmtRecord) and the
  *	  format version, and the statement kind's functions that turn entries
- *	  into records and back (stmt_saved.c) for the writer (persist.c).
+ *	  into records and back (stmt_saved.c) for the writer (writer.c).
  *
  * File format (all integers in the machine's byte order):
  *	  uint32 magic (PGSS_NG_FILE_MAGIC), uint32 format version
@@ -17,7 +17,7 @@
  *	  and last the CRC-32C of all the bytes before it.
  *	  A file is only read back by the same format version, PostgreSQL
  *	  major version and record sizes: anything else is refused as a whole,
- *	  with one WARNING (persist.c).
+ *	  with one WARNING (writer.c).
  *
  * Changing the format
  *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord,

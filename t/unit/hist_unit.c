@@ -27,7 +27,7 @@
 
 #include <math.h>
 
-#include "hist.h"
+#include "stmt/hist.h"
 
 #undef printf
 #undef snprintf

@@ -53,7 +53,7 @@
 
 #include "convert.h"
 #include "rowform.h"
-#include "stmt_kind.h"
+#include "stmt/stmt_kind.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_detail);

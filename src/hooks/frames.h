@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * stmt_errors.h
- *	  Failure frames and notes (stmt_errors.c): the tracked statements in
+ * frames.h
+ *	  Failure frames and notes (frames.c): the tracked statements in
  *	  progress in the hooks, and the failed executions noted while an
  *	  ERROR is in flight, waiting to become pending counts.  Backend-local;
  *	  knows nothing of shared memory or of the kind layer: stmt_backend.c

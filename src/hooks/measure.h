@@ -2,7 +2,7 @@
  *
  * measure.h
  *	  What a planning or an execution used, measured for the hooks in
- *	  pgss_ng.c (measure.c): wall time, buffer and WAL usage around a call,
+ *	  hooks.c (measure.c): wall time, buffer and WAL usage around a call,
  *	  and CPU time (GUC pgss_ng.track_cpu), sampled with getrusage(): a
  *	  backend's own, and its parallel workers', which they add to a slot of
  *	  their leader in shared memory.
@@ -17,7 +17,7 @@
 #include "executor/execdesc.h"
 #include "executor/instrument.h"
 
-#include "stmt_kind.h"
+#include "stmt/stmt_kind.h"
 
 /*
  * What a planning or utility statement used, measured around the

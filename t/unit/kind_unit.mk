@@ -1,27 +1,27 @@
-# t/kind_unit.mk
+# t/unit/kind_unit.mk
 #	Builds the kind layer's unit test library, kind_unit.so: the fake kind
-#	t/kind_unit.c with the layer (src/kind_*.c, and src/errlimit.c that
+#	t/unit/kind_unit.c with the layer (src/kind/: kind_*.c, and errlimit.c that
 #	kind_guard.c uses) and nothing else of pgss_ng, so that the library
 #	only loads if the layer needs nothing of the statement kind.  PGXS, out
 #	of tree: t/130_kind_unit.pl runs
-#	  make -C BUILDDIR -f SRCDIR/t/kind_unit.mk PG_CONFIG=...
+#	  make -C BUILDDIR -f SRCDIR/t/unit/kind_unit.mk PG_CONFIG=...
 #	with BUILDDIR a temporary directory, where every object is built
 #	afresh (never the extension's, which may be in SRCDIR/src, built with
 #	other flags), and preloads BUILDDIR/kind_unit.so by its path.  Nothing
 #	here is installed ("make install" of the extension does not know this
 #	file).
 
-# the source tree: this file's parent directory.  The sources are looked
-# for in t/ and src/ by name (vpath %.c), whatever VPATH PGXS derives from
+# the source tree: two directories above this file.  The sources are looked
+# for in t/unit/ and src/kind/ by name (vpath %.c), whatever VPATH PGXS derives from
 # the -f path; objects are never looked for in src/, where the extension's
-# own may be.
-KIND_UNIT_SRC := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
-vpath %.c $(KIND_UNIT_SRC)/t $(KIND_UNIT_SRC)/src
+# own may be (src/kind/).
+KIND_UNIT_SRC := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../..)
+vpath %.c $(KIND_UNIT_SRC)/t/unit $(KIND_UNIT_SRC)/src/kind
 
 MODULE_big = kind_unit
 OBJS = \
 	kind_unit.o \
-	$(notdir $(patsubst %.c,%.o,$(sort $(wildcard $(KIND_UNIT_SRC)/src/kind_*.c)))) \
+	$(notdir $(patsubst %.c,%.o,$(sort $(wildcard $(KIND_UNIT_SRC)/src/kind/kind_*.c)))) \
 	errlimit.o
 PGFILEDESC = "kind_unit - unit test of pgss_ng's kind layer"
 

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * compat.h
+ * pgver.h
  *	  Every difference between the PostgreSQL major versions pgss_ng
  *	  builds against (15, 16, 17, 18), in one place.
  *

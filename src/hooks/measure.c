@@ -53,7 +53,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "compat.h"
+#include "pgver.h"
 #include "measure.h"
 
 /*

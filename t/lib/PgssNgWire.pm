@@ -1,4 +1,4 @@
-# t/PgssNgWire.pm
+# t/lib/PgssNgWire.pm
 #	A minimal client of PostgreSQL's frontend/backend protocol (version
 #	3.0) over the node's Unix socket, for what libpq and psql cannot send:
 #	an Execute with a row limit (a portal fetched in chunks, as JDBC's

@@ -12,7 +12,7 @@
 #ifndef PGSS_NG_NORMALIZE_H
 #define PGSS_NG_NORMALIZE_H
 
-#include "compat.h"
+#include "pgver.h"
 
 /*
  * pgss_ng_normalize_query

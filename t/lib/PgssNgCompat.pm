@@ -1,4 +1,4 @@
-# t/PgssNgCompat.pm
+# t/lib/PgssNgCompat.pm
 #	Helpers of the 6xx tests, which check pgss_ng's pg_stat_statements
 #	face (the pgss_ng_compat extension) with the real monitoring tools.
 #

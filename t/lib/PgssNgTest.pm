@@ -1,5 +1,5 @@
-# t/PgssNgTest.pm
-#	Helpers shared by pgss_ng's TAP tests (found through "-I t", see the
+# t/lib/PgssNgTest.pm
+#	Helpers shared by pgss_ng's TAP tests (found through "-I t/lib", see the
 #	Makefile's check-tap target).
 package PgssNgTest;
 

@@ -1,17 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * persist.h
+ * writer.h
  *	  Statistics that survive a clean restart: the pgss_ng writer
- *	  background worker and its stats file (see persist.c).
+ *	  background worker (writer.c) and its stats file (statsfile.c).
  *
  * Locking: none of its own; the writer takes the kind layer's locks
  * through the statement kind.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGSS_NG_PERSIST_H
-#define PGSS_NG_PERSIST_H
+#ifndef PGSS_NG_WRITER_H
+#define PGSS_NG_WRITER_H
 
-extern void pgss_ng_persist_init(void);
+extern void pgss_ng_writer_init(void);
 
-#endif							/* PGSS_NG_PERSIST_H */
+#endif							/* PGSS_NG_WRITER_H */

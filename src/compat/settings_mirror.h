@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * contrib_gucs.h
+ * settings_mirror.h
  *	  pg_stat_statements.max, .track, .track_utility, .track_planning and
  *	  .save as read-only mirrors of pgss_ng's own GUCs, for tools that read
- *	  them from pg_settings (see contrib_gucs.c).
+ *	  them from pg_settings (see settings_mirror.c).
  *
  * Locking: none.
  *
@@ -12,6 +12,6 @@
 #ifndef PGSS_NG_CONTRIB_GUCS_H
 #define PGSS_NG_CONTRIB_GUCS_H
 
-extern void pgss_ng_contrib_gucs_init(void);
+extern void pgss_ng_settings_mirror_init(void);
 
 #endif							/* PGSS_NG_CONTRIB_GUCS_H */

@@ -10,11 +10,11 @@
  *
  * The exit sequence is one before_shmem_exit callback (stmt_exit),
  * registered by the first attach or frame of the backend, that does, in
- * this order: note the frames a FATAL left open (stmt_errors.c), merge
+ * this order: note the frames a FATAL left open (frames.c), merge
  * every failure noted into pending counts, flush everything pending
  * (waiting for locks), detach from the kind (pgss_ng_kind_detach), and
  * stop counting this process as attached, so that the writer, which waits
- * for attached processes at shutdown (persist.c), finds every count
+ * for attached processes at shutdown (writer.c), finds every count
  * flushed.
  *
  * Owns: whether this backend registered the exit callback and counts in
@@ -37,7 +37,7 @@
 #include "utils/memutils.h"
 
 #include "normalize.h"
-#include "stmt_errors.h"
+#include "hooks/frames.h"
 #include "stmt_kind.h"
 #include "stmt_kind_int.h"
 
@@ -93,7 +93,7 @@ register_exit(void)
  *		and register the exit sequence.  False when the library was not
  *		preloaded, or at exit after the detach (see pgss_ng_kind_attach).
  *
- * Counts the attached processes that the writer (persist.c) waits for at
+ * Counts the attached processes that the writer (writer.c) waits for at
  * shutdown, until their exit sequence is done.  Not walsenders: PostgreSQL
  * stops them only after the background workers, so the writer could not
  * wait for them; they flush with a waiting lock at every statement end
@@ -185,7 +185,7 @@ merge_note(const PgssNgFailureNote *n)
 /*
  * merge_errors_guarded
  *		The body of pgss_ng_stmt_merge_errors(), run under
- *		pgss_ng_kind_guard().  Each note is taken out of stmt_errors.c's
+ *		pgss_ng_kind_guard().  Each note is taken out of frames.c's
  *		array before it is merged (in merging), so that an ERROR cannot
  *		merge it twice.
  */
@@ -317,7 +317,7 @@ count_jit(PgssNgCounters *c, const JitInstrumentation *jitusage)
  * count_one
  *		Record the planning or execution that s describes in pending
  *		counters (backend-local, no lock): its time (count_time) and what
- *		it used.  What the server does not measure (compat.h's
+ *		it used.  What the server does not measure (pgver.h's
  *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage, parallel
  *		and cpu may be NULL (nothing to add).
  */

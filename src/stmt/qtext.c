@@ -61,7 +61,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "compat.h"
+#include "pgver.h"
 #include "qtext.h"
 
 #define QTEXT_LOCK_NAME		"pgss_ng_qtext"

@@ -721,7 +721,7 @@ pgss_ng_kind_restore_end(PgssNgKind *kind)
  *		PGSS_NG_EXISTS if a backend made it first.  Between
  *		pgss_ng_kind_restore_begin and _end.  Unlike pgss_ng_kind_create()
  *		it never evicts, for max or for room: a restore stops at max
- *		records (persist.c), and what the kind's memory cannot hold its init
+ *		records (writer.c), and what the kind's memory cannot hold its init
  *		callback drops, rather than evicting entries restored a moment ago.
  *		Errors: those of create_body.
  */

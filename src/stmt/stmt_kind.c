@@ -125,7 +125,7 @@ pgss_ng_stmt_init(void)
  *		(a busy backend reloads only at its next command).  The postmaster
  *		publishes the value it started with (pgss_ng_stmt_shmem_startup);
  *		afterwards only the writer does, at its start and at each reload
- *		(persist.c), so there is one publisher and it handles SIGHUP
+ *		(writer.c), so there is one publisher and it handles SIGHUP
  *		promptly.  Atomic; no lock.
  */
 void

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * persist.c
+ * writer.c
  *	  Statistics that survive a clean restart: the pgss_ng writer, a
  *	  background worker that reads the stats file at startup and writes it
  *	  at a clean shutdown, and publishes pgss_ng.max to every process.
@@ -79,9 +79,9 @@
 #include "utils/pidfile.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
-#include "persist.h"
-#include "stmt_saved.h"
+#include "pgver.h"
+#include "writer.h"
+#include "stmt/stmt_saved.h"
 
 #define PGSS_NG_STAT_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/pgss_ng.stat"
 #define PGSS_NG_STAT_TMPFILE	PGSS_NG_STAT_FILE ".tmp"
@@ -126,7 +126,7 @@ PGDLLEXPORT void pgss_ng_writer_main(Datum main_arg);
  * count_registered_workers
  *		Number of background workers registered so far (postmaster, while
  *		preloading): RegisterBackgroundWorker returns nothing, and this is
- *		how pgss_ng_persist_init tells whether its worker got in.
+ *		how pgss_ng_writer_init tells whether its worker got in.
  */
 static int
 count_registered_workers(void)
@@ -140,7 +140,7 @@ count_registered_workers(void)
 }
 
 /*
- * pgss_ng_persist_init
+ * pgss_ng_writer_init
  *		Define pgss_ng.save and register the writer worker.  Called from
  *		_PG_init while preloading.  If the worker cannot be registered (too
  *		low max_worker_processes), say so once with a WARNING and remove
@@ -149,7 +149,7 @@ count_registered_workers(void)
  *		then.
  */
 void
-pgss_ng_persist_init(void)
+pgss_ng_writer_init(void)
 {
 	BackgroundWorker worker;
 	int			before;

@@ -38,7 +38,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
-#include "kind.h"
+#include "kind/kind.h"
 
 PG_MODULE_MAGIC;
 

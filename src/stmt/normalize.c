@@ -11,7 +11,7 @@
  * utility statements); from 18 on it also records squashed lists of
  * constants (IN (1, 2, 3)), written as one "$n" followed by the comment
  * PGSS_NG_SQUASHED_SUFFIX, and external parameters, renumbered only in
- * statements with a squashed list (see compat.h).
+ * statements with a squashed list (see pgver.h).
  *
  * Core jumbling (JumbleQuery) only records where each constant starts.  To
  * know how many bytes to replace we re-lex the statement with core's own
