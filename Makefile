@@ -13,6 +13,7 @@
 
 MODULE_big = pgss_ng
 OBJS = \
+	src/pgss_ng.o \
 	src/compat/settings_mirror.o \
 	src/hooks/hooks.o \
 	src/hooks/frames.o \
@@ -21,6 +22,7 @@ OBJS = \
 	src/views/rowform.o \
 	src/views/convert.o \
 	src/writer/writer.o \
+	src/writer/statsfile.o \
 	src/stmt/stmt_kind.o \
 	src/stmt/stmt_backend.o \
 	src/stmt/stmt_read.o \

@@ -1,10 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * hooks.c
- *	  Module entry: _PG_init (which calls each module's init function, so
- *	  that every GUC is defined by the module that reads it; the hooks'
- *	  own GUCs are here), shared memory requests and the hooks that feed
- *	  the statement kind.
+ *	  The hooks that feed the statement kind, and their GUCs
+ *	  (pgss_ng.track, track_utility, track_planning).
  *
  * The hooks decide *what* is recorded exactly as the server's own
  * pg_stat_statements does (1.10 on PostgreSQL 15 and 16, 1.11 on 17, 1.12
@@ -35,16 +33,11 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "compat/settings_mirror.h"
 #include "measure.h"
-#include "writer/writer.h"
 #include "stmt/qtext.h"
 #include "frames.h"
+#include "hooks.h"
 #include "stmt/stmt_kind.h"
-
-PG_MODULE_MAGIC;
-
-void		_PG_init(void);
 
 /* Values of pgss_ng.track */
 typedef enum PgssNgTrackLevel
@@ -72,8 +65,6 @@ static int	exec_nested_level = 0;
 static int	plan_nested_level = 0;
 
 /* Saved hook values */
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
@@ -107,8 +98,6 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 	(PGSS_NG_ONE_NESTING_LEVEL && \
 	 !IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt))
 
-static void pgss_ng_shmem_request(void);
-static void pgss_ng_shmem_startup(void);
 static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 									   JumbleState *jstate);
 static PlannedStmt *pgss_ng_planner(Query *parse, const char *query_string,
@@ -126,27 +115,13 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								   DestReceiver *dest, QueryCompletion *qc);
 
 /*
- * _PG_init
- *		When preloaded: let each module define its GUCs (the hooks' own
- *		here; pgss_ng.track_cpu in measure.c, pgss_ng.max in stmt_kind.c,
- *		pgss_ng.query_text_memory in qtext.c, pgss_ng.save in persist.c),
- *		then the pg_stat_statements.* mirrors of some of them for tools
- *		(settings_mirror.c), and install the hooks.
- *
- * Loaded without shared_preload_libraries (e.g. by CREATE EXTENSION), the
- * module installs nothing; its SQL functions then raise an ERROR.
+ * pgss_ng_hooks_init
+ *		Define the hooks' GUCs and install the hooks (from _PG_init, when
+ *		preloaded).
  */
 void
-_PG_init(void)
+pgss_ng_hooks_init(void)
 {
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
-	EnableQueryId();
-
-	pgss_ng_stmt_init();
-	pgss_ng_qtext_init();
-
 	DefineCustomEnumVariable("pgss_ng.track",
 							 "Selects which statements are tracked by pgss_ng.",
 							 NULL,
@@ -175,21 +150,6 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	/* pgss_ng.track_cpu */
-	pgss_ng_cpu_init();
-
-	/* the writer's GUC and worker */
-	pgss_ng_writer_init();
-
-	/* last: they show the GUCs above (unless pg_stat_statements is loaded) */
-	pgss_ng_settings_mirror_init();
-
-	MarkGUCPrefixReserved("pgss_ng");
-
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = pgss_ng_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = pgss_ng_shmem_startup;
 	prev_post_parse_analyze_hook = post_parse_analyze_hook;
 	post_parse_analyze_hook = pgss_ng_post_parse_analyze;
 	prev_planner_hook = planner_hook;
@@ -219,38 +179,6 @@ store_measured(PgssNgStore *s, const PgssNgMeasure *m)
 	s->walusage = &m->walusage;
 	s->cpu = m->cpu_sampled ? &m->cpu : NULL;
 	pgss_ng_store(s);
-}
-
-/*
- * pgss_ng_shmem_request
- *		Request the main shared memory and named LWLocks of the statement
- *		kind, and the parallel workers' CPU slots (measure.c).
- */
-static void
-pgss_ng_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-
-	RequestAddinShmemSpace(add_size(pgss_ng_stmt_shmem_size(),
-									pgss_ng_cpu_shmem_size()));
-	pgss_ng_stmt_shmem_request();
-}
-
-/*
- * pgss_ng_shmem_startup
- *		Create the statement kind's shared state and the parallel workers'
- *		CPU slots (postmaster, and again after a crash reinitialized shared
- *		memory: statistics start empty).
- */
-static void
-pgss_ng_shmem_startup(void)
-{
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	pgss_ng_stmt_shmem_startup();
-	pgss_ng_cpu_shmem_startup();
 }
 
 /*
