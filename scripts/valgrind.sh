@@ -23,7 +23,7 @@
 #     by kind and by the object of the innermost frame;
 #   - every error whose stack (any stack of the report: access, allocation,
 #     free, origin) has a frame in pgss_ng (in pgss_ng.so, or in one of
-#     src/*.c), printed in full, each marked COUNTED (pgss_ng's own code is
+#     src/**/*.c), printed in full, each marked COUNTED (pgss_ng's own code is
 #     at work) or "hook pass-through" (the innermost pgss_ng frame only
 #     calls the next hook: pg_stat_statements.so or standard_*).
 # Exit status: non-zero if the regression suite failed, if the server could
@@ -69,16 +69,16 @@ done
 # pgss_ng (see the rules below and docs/valgrind.md).
 analyze() {
     # Source files of pgss_ng, to recognize its frames when it has debug info
-    # (valgrind then prints "(/path/src/FILE.c:LINE)" instead of "(in pgss_ng.so)").
+    # (valgrind then prints "(/path/src/DIR/FILE.c:LINE)" instead of "(in pgss_ng.so)").
     local srcs so
     so="$("$PG_CONFIG" --pkglibdir)/pgss_ng.so"
-    srcs=$(cd "$TREE/src" && find . -maxdepth 1 -name '*.c' -printf '%f\n' | sed 's/\.c$//' | sort | paste -sd '|')
+    srcs=$(cd "$TREE/src" && find . -name '*.c' -printf '%P\n' | sed 's/\.c$//' | sort | paste -sd '|')
 
     local rc=0
     perl - "$so" "$srcs" "$1" "${PGSS_NG_VALGRIND_STRICT:-0}" >"$1/summary.txt" <<'PERL' || rc=$?
 use strict; use warnings;
 my ($so, $srcs, $out, $strict) = @ARGV;
-# a frame of pgss_ng: in pgss_ng.so (no debug info) or at one of its src/*.c
+# a frame of pgss_ng: in pgss_ng.so (no debug info) or at one of its src/**/*.c
 my $so_re  = qr/\(in \Q$so\E\)|\(in [^)]*\/pgss_ng\.so\)/;
 my $src_re = $srcs ne '' ? qr/[(\/]src\/(?:$srcs)\.c:\d+\)/ : qr/(?!)/;
 my $frame_re = qr/^\s+(?:at|by) 0x[0-9A-Fa-f]+: /;

@@ -1,6 +1,6 @@
 --
 -- 031_read_rows: the rows of pgss_ng and pgss_ng_detail as a read builds
--- them (src/rowform.c lays each row out itself, and an assertion-enabled
+-- them (src/views/rowform.c lays each row out itself, and an assertion-enabled
 -- build compares every row with heap_form_tuple's bytes).  Texts on
 -- either side of 127 bytes (the longest that a one-byte varlena header
 -- holds: shorter texts are packed, longer ones aligned), a text of 3,000
