@@ -9,7 +9,7 @@
 #    /opt/pgss_ng).  See install_pg_wheel below;
 #  - from the Go module proxy: the postgres_exporter releases that
 #    t/610_compat_exporter.pl and t/650_monitoring_exporter.pl run, and
-#    Prometheus' PromQL parser (t/promql_names), built into
+#    Prometheus' PromQL parser (t/lib/promql_names), built into
 #    $PGSS_NG_TOOLS_DIR (default /opt/pgss_ng/tools) by
 #    scripts/install-exporter.sh (Go must be on the PATH); from crates.io,
 #    pgxn_meta, the validator of META.json, by scripts/install-pgxn-meta.sh

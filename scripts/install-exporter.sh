@@ -3,7 +3,7 @@
 # run as root):
 #  - the postgres_exporter releases that t/610_compat_exporter.pl and
 #    t/650_monitoring_exporter.pl scrape a pgss_ng server with;
-#  - t/promql_names, Prometheus' own PromQL parser, with which
+#  - t/lib/promql_names, Prometheus' own PromQL parser, with which
 #    t/650_monitoring_exporter.pl reads the metric names of the dashboard
 #    (monitoring/pgss_ng_dashboard.json).
 #
@@ -13,7 +13,7 @@
 # compared with the one pinned below, and ./cmd/postgres_exporter built in a
 # writable copy of the module directory.  Its dependencies come from the
 # proxy too, verified against the module's own go.sum, as are those of
-# t/promql_names against its go.sum.  Nothing else is contacted: GOPROXY
+# t/lib/promql_names against its go.sum.  Nothing else is contacted: GOPROXY
 # loses any "direct" entry, GOTOOLCHAIN=local, and the module and build
 # caches are a temporary directory removed afterwards.
 #
@@ -58,7 +58,7 @@ for r in "${RELEASES[@]}"; do
 done
 
 # promql_names: its sources' checksum, and whether that build is there
-PROMQL_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../t/promql_names" && pwd)
+PROMQL_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../t/lib/promql_names" && pwd)
 promql_sum=$(cd "$PROMQL_SRC" && cat go.mod go.sum main.go | sha256sum | cut -d' ' -f1)
 promql_todo=1
 if [ -x "$TOOLS/promql_names/promql_names" ] &&
@@ -120,7 +120,7 @@ if [ -n "$promql_todo" ]; then
     out=$TOOLS/.promql_names.new
     rm -rf "$out"
     mkdir "$out"
-    (cd "$work/promql_names" && go build -trimpath -o "$out/promql_names" .)
+    (cd "$work/promql_names" && go build -trimpath -o "$out/lib/promql_names" .)
     echo "$promql_sum" > "$out/sources.sum"
     chmod -R go+rX "$out"
     rm -rf "$TOOLS/promql_names"

@@ -63,5 +63,8 @@ fi
 echo "test-package: apt-get install $deb"
 apt_get install --no-install-recommends "$deb"
 dpkg-query -W -f '${Package} ${Version}: ${Status}\n' "$pkg"
+for f in monitoring/pgss_ng_queries.yaml monitoring/pgss_ng_dashboard.json; do
+    cmp "$f" "/usr/share/doc/$pkg/examples/$(basename "$f")"
+done
 bash debian/tests/smoke
 ok=1

@@ -26,7 +26,7 @@
 #   4. the statements exported are 100 entries, none of them with less
 #      time than an entry left out;
 #   5. the dashboard: each PromQL expression of its panels and variables
-#      parses (Prometheus' parser: t/promql_names, built by
+#      parses (Prometheus' parser: t/lib/promql_names, built by
 #      scripts/install-exporter.sh), and every metric it names is one this
 #      scrape has, with the labels it matches on and the values it matches
 #      exactly (phase="exec", quantile="0.99", ...).

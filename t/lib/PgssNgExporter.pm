@@ -1,4 +1,4 @@
-# t/PgssNgExporter.pm
+# t/lib/PgssNgExporter.pm
 #	Run the real postgres_exporter against a test node and read its
 #	/metrics (t/610_compat_exporter.pl, t/650_monitoring_exporter.pl).
 #
