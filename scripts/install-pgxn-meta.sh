@@ -26,6 +26,11 @@ if [ -x "$dir/bin/pgxn_meta" ] && "$dir/bin/pgxn_meta" --version >/dev/null 2>&1
     echo "install-pgxn-meta: pgxn_meta $VERSION already in $TOOLS"
     exit 0
 fi
+# rustup installs cargo into ~/.cargo/bin, which a non-login shell may not
+# have on its PATH
+for d in "${CARGO_HOME:-$HOME/.cargo}/bin" /root/.cargo/bin; do
+    command -v cargo >/dev/null || { [ -x "$d/cargo" ] && PATH=$d:$PATH; }
+done
 if ! command -v cargo >/dev/null; then
     echo "install-pgxn-meta: no cargo on the PATH: cargo is needed to build pgxn_meta" >&2
     exit 1
