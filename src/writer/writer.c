@@ -76,6 +76,7 @@
 #include "utils/timestamp.h"
 
 #include "pgver.h"
+#include "compat/settings_mirror.h"
 #include "statsfile.h"
 #include "writer.h"
 #include "stmt/stmt_saved.h"
@@ -85,7 +86,10 @@
 
 static volatile sig_atomic_t shutdown_requested = false;
 
-/* GUC pgss_ng.save: write the stats file at shutdown, read it at start */
+/*
+ * GUC pgss_ng.save (or pg_stat_statements.save where that is in effect:
+ * settings_mirror.c): write the stats file at shutdown, read it at start
+ */
 static bool persist_save = true;
 
 PGDLLEXPORT void pgss_ng_writer_main(Datum main_arg);
@@ -122,14 +126,9 @@ pgss_ng_writer_init(void)
 	BackgroundWorker worker;
 	int			before;
 
-	DefineCustomBoolVariable("pgss_ng.save",
-							 "Save pgss_ng statistics across server shutdowns.",
-							 NULL,
-							 &persist_save,
-							 true,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
+	pgss_ng_define_paired_bool(PGSS_NG_PAIRED_SAVE, "pgss_ng.save",
+							   "Save pgss_ng statistics across server shutdowns.",
+							   &persist_save, true, PGC_SIGHUP);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
