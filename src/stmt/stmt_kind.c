@@ -138,7 +138,7 @@ pgss_ng_stmt_shmem_size(void)
 {
 	Size		size;
 
-	size = add_size(pgss_ng_kind_shmem_size(&stmt_kind_desc),
+	size = add_size(pgss_ng_kind_shmem_size(pgss_ng_stmt_kind, stmt_max),
 					MAXALIGN(sizeof(PgssNgStmtControl)));
 	size = add_size(size, pgss_ng_evicted_shmem_size());
 	return add_size(size, pgss_ng_qtext_shmem_size());
