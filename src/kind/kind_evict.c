@@ -37,8 +37,15 @@
  * (kind_backstop) caps live + removed bodies not yet freed; creation
  * (kind_entry.c) refuses bodies beyond it.
  *
- * Owns: the eviction queue and its nodes, PgssNgKindControl.dealloc
- * (eviction runs that evicted entries, pg_stat_statements' meaning),
+ * Each victim's key hash and value are remembered (its ghost, in sets of
+ * PGSS_NG_GHOST_WAYS in main shared memory): a new entry of that key
+ * starts with that value, decayed, on top of its own (kind_ghost_usage,
+ * from create_body), so a statement that comes back ranks above the
+ * entries used once.
+ *
+ * Owns: the eviction queue and its nodes, the ghosts,
+ * PgssNgKindControl.dealloc (eviction runs that evicted entries,
+ * pg_stat_statements' meaning),
  * entries_evicted (entries they evicted), eviction_ns (their time) and
  * last_eviction (the end of the last of them); the usage and usage_time
  * of bodies are written by flushes (kind_entry.c) and read here.
