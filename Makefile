@@ -15,12 +15,14 @@ MODULE_big = pgss_ng
 OBJS = \
 	src/pgss_ng.o \
 	src/compat/settings_mirror.o \
+	src/compat/compat_sqlfuncs.o \
 	src/hooks/hooks.o \
 	src/hooks/frames.o \
 	src/hooks/measure.o \
 	src/views/sqlfuncs.o \
 	src/views/rowform.o \
 	src/views/convert.o \
+	src/views/resultcols.o \
 	src/writer/writer.o \
 	src/writer/statsfile.o \
 	src/stmt/stmt_kind.o \

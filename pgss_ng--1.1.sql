@@ -1,7 +1,12 @@
 /* pgss_ng--1.1.sql: pgss_ng 1.1, the full install script */
 -- What 1.1 changes from 1.0 (pgss_ng--1.0--1.1.sql makes a 1.0
 -- installation the same; a test compares the two):
---   (each change of 1.1 is listed here)
+--   * The views call their functions with every argument, each of its
+--     exact type (pgss_ng(true, NULL::timestamptz), not pgss_ng(true)):
+--     the call resolves to the extension's own function even where other
+--     roles may create functions in its schema (an exact match is never
+--     passed over; a same-named function that would also fit a call
+--     relying on defaults could only make creation fail).
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
@@ -79,7 +84,7 @@ AS 'MODULE_PATHNAME', 'pgss_ng'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng AS
-  SELECT * FROM pgss_ng(true);
+  SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng TO PUBLIC;
 
@@ -165,7 +170,7 @@ AS 'MODULE_PATHNAME', 'pgss_ng_detail'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng_detail AS
-  SELECT * FROM pgss_ng_detail(true);
+  SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng_detail TO PUBLIC;
 
