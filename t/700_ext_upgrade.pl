@@ -166,7 +166,8 @@ lines AS (
                 i.privtype, i.initprivs)
   FROM members m JOIN pg_init_privs i
     ON i.classoid = m.classid AND i.objoid = m.objid)
-SELECT replace(l, E'\n', ' // ') FROM lines x(l) ORDER BY 1 COLLATE "C"});
+SELECT line FROM (SELECT replace(l, E'\n', ' // ') FROM lines x(l)) s(line)
+ORDER BY line COLLATE "C"});
 }
 
 # The lines only in one snapshot or the other, for a failure's report.

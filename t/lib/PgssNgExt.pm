@@ -13,7 +13,7 @@ our @EXPORT = qw(ext_functions ext_views typed_value call_sql);
 
 # ext_functions($node, $db, @extensions)
 #	The member functions of those extensions in $db, each a hash:
-#	schema, name, in (array of IN argument types, format_type's names),
+#	extension, schema, name, in (array of IN argument types, format_type's names),
 #	ndefaults, out (array of [name, type] of the OUT columns), result
 #	(pg_get_function_result), retset, symbol (prosrc), language.
 sub ext_functions
@@ -33,7 +33,8 @@ SELECT p.pronamespace::regnamespace, p.proname,
                         WITH ORDINALITY a(name, mode, t, n)
                  WHERE a.mode IN ('o', 't')), ''),
        pg_get_function_result(p.oid), p.proretset, p.prosrc,
-       (SELECT l.lanname FROM pg_language l WHERE l.oid = p.prolang)
+       (SELECT l.lanname FROM pg_language l WHERE l.oid = p.prolang),
+       e.extname
 FROM pg_depend d
 JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass
                    AND d.refobjid = e.oid AND d.deptype = 'e'
@@ -41,10 +42,11 @@ JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 WHERE e.extname IN ($list)
 ORDER BY 2, 3}))
 	{
-		my ($schema, $name, $in, $nd, $out, $result, $retset, $symbol, $lang)
-		  = split /\|/, $line;
+		my ($schema, $name, $in, $nd, $out, $result, $retset, $symbol, $lang,
+			$ext) = split /\|/, $line;
 		push @f,
 		  {
+			extension => $ext,
 			schema => $schema,
 			name => $name,
 			in => [ split /;/, $in ],
