@@ -24,7 +24,9 @@
 # fails with an ERROR that names the column (and, for a function of an
 # extension, the ALTER EXTENSION ... UPDATE to run), and no row is read
 # past what the library fills; with only the first two columns, the rows
-# are those of the full function.  The server never crashes.
+# are those of the full function; pgss_ng() declared with pgss_ng_detail's
+# columns (as an earlier build of 1.0 declared it) returns pgss_ng_detail's
+# rows.  The server never crashes.
 use strict;
 use warnings;
 
@@ -197,6 +199,17 @@ for my $f (@functions)
 			"SELECT $cols FROM $f->{schema}.$f->{name}($args) ORDER BY 1, 2"),
 		"$f->{symbol} declared with its first two columns: the full function's rows");
 }
+
+# pgss_ng() declared with pgss_ng_detail's columns (as an earlier build
+# declared it) reads them.
+my ($detail) = grep { $_->{name} eq 'pgss_ng_detail' } @functions;
+$node->safe_psql('bad_sql',
+	'CREATE FUNCTION pgss_ng_wide(IN showtext boolean, IN changed_since timestamptz, '
+	  . join(', ', map { "OUT $_->[0] $_->[1]" } @{ $detail->{out} })
+	  . q{) RETURNS SETOF record AS '$libdir/pgss_ng', 'pgss_ng' LANGUAGE C;});
+is( read_db('bad_sql', 'SELECT * FROM pgss_ng_wide(false, NULL) ORDER BY queryid'),
+	read_db('bad_sql', 'SELECT * FROM pgss_ng_detail(false, NULL) ORDER BY queryid'),
+	"pgss_ng() declared with pgss_ng_detail's columns: pgss_ng_detail's rows");
 
 # A function of the extension that the library does not match: the hint
 # names the extension, its version and the ALTER EXTENSION to run.

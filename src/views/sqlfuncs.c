@@ -110,7 +110,7 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 	{"exec_user_time", FLOAT8OID}, {"exec_system_time", FLOAT8OID}, \
 	{"plan_user_time", FLOAT8OID}, {"plan_system_time", FLOAT8OID}
 
-/* pgss_ng(): the first PGSS_NG_COLS; pgss_ng_detail(): all */
+/* pgss_ng() and pgss_ng_detail(): the first PGSS_NG_COLS are pgss_ng()'s */
 static const PgssNgColumn stmt_columns[] = {
 	IDENTITY_COLUMNS,
 	TIME_COLUMNS("plans", "plan"),
@@ -246,7 +246,7 @@ put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
 typedef struct ReadRows
 {
 	ReturnSetInfo *rsinfo;
-	bool		detail;			/* pgss_ng_detail's columns */
+	bool		detail;			/* pgss_ng_detail's own columns declared */
 	bool		showtext;
 	bool		is_allowed_role;	/* privileges of pg_read_all_stats */
 	Oid			userid;
@@ -306,8 +306,9 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 
 /*
  * put_row
- *		pgss_ng_stmt_read emit function: one row of pgss_ng(), or of
- *		pgss_ng_detail() (rr->detail), for an entry, put in the result's
+ *		pgss_ng_stmt_read emit function: one row of pgss_ng(), with
+ *		pgss_ng_detail()'s columns if declared (rr->detail), for an entry,
+ *		with the declared columns (rr->result), put in the result's
  *		tuplestore.  Runs with a partition lock of the statement kind held
  *		shared (see pgss_ng_stmt_read).  Memory: the tuplestore's; a
  *		converted text in CurrentMemoryContext.
@@ -389,15 +390,15 @@ read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
 
 /*
  * pgss_ng_views_statements
- *		The body of pgss_ng() and pgss_ng_detail() (flags
- *		PGSS_NG_VIEWS_DETAIL), and of pgss_ng_compat's
+ *		The body of pgss_ng(), pgss_ng_detail() and pgss_ng_compat's
  *		pg_stat_statements(): one row per entry with calls, plans or
  *		errors > 0 (with PGSS_NG_VIEWS_EXECUTED: calls or plans > 0; see
- *		put_row for the columns, and the functions' comments), the columns
- *		the calling SQL declares (by name; aliases: see
- *		pgss_ng_result_map); with changed_since (a second argument) not
- *		NULL, only the entries changed at or after it.  A NULL showtext
- *		returns no rows, as a strict function would.  Errors: library not
+ *		put_row for the columns, and the functions' comments), with the
+ *		columns the calling SQL declares (by name, through aliases: see
+ *		pgss_ng_result_map; pgss_ng_detail's own are made only when one of
+ *		them is declared); with changed_since (a second argument) not NULL,
+ *		only the entries changed at or after it.  A NULL showtext returns
+ *		no rows, as a strict function would.  Errors: library not
  *		preloaded; a declared column that the library does not make.
  */
 Datum
@@ -406,14 +407,18 @@ pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
 {
 	TimestampTz changed_since = DT_NOBEGIN;
 	ReadRows	rr;
-	bool		detail = (flags & PGSS_NG_VIEWS_DETAIL) != 0;
 	int			what = 0;
+	int			i;
 
 	read_rows_start(&rr, fcinfo);
-	rr.detail = detail;
 	rr.executed_only = (flags & PGSS_NG_VIEWS_EXECUTED) != 0;
 	pgss_ng_result_map(&rr.result, fcinfo, rr.rsinfo->setDesc, stmt_columns,
-					   detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS, aliases);
+					   PGSS_NG_DETAIL_COLS, aliases);
+	for (i = 0; i < rr.result.natts; i++)
+	{
+		if (rr.result.map[i] >= PGSS_NG_COLS)
+			rr.detail = true;
+	}
 	if (PG_ARGISNULL(0))
 		return (Datum) 0;
 	rr.rowform = pgss_ng_rowform_make(rr.rsinfo->setDesc);
@@ -423,7 +428,7 @@ pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
 
 	if (rr.showtext)
 		what |= PGSS_NG_READ_TEXT;
-	if (detail)
+	if (rr.detail)
 		what |= PGSS_NG_READ_QUANTILES;
 	pgss_ng_stmt_read(what, changed_since, put_row, &rr);
 
@@ -459,7 +464,7 @@ pgss_ng(PG_FUNCTION_ARGS)
 Datum
 pgss_ng_detail(PG_FUNCTION_ARGS)
 {
-	return pgss_ng_views_statements(fcinfo, PGSS_NG_VIEWS_DETAIL, NULL);
+	return pgss_ng_views_statements(fcinfo, 0, NULL);
 }
 
 /*

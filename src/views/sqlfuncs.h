@@ -17,8 +17,7 @@
 #include "resultcols.h"
 
 /* pgss_ng_views_statements() flags */
-#define PGSS_NG_VIEWS_DETAIL	0x01	/* pgss_ng_detail's columns too */
-#define PGSS_NG_VIEWS_EXECUTED	0x02	/* only entries planned or executed */
+#define PGSS_NG_VIEWS_EXECUTED	0x01	/* only entries planned or executed */
 
 extern Datum pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
 									  const PgssNgColumnAlias *aliases);
