@@ -33,6 +33,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgssNgTest;
+use PgssNgExt;
 
 # -- the released 1.0 scripts ---------------------------------------------------
 
@@ -64,9 +65,7 @@ my %schema = (pgss_ng => 'ng', pgss_ng_compat => 'mon');
 sub versions
 {
 	my ($ext) = @_;
-	my @v = split /\n/, $node->safe_psql('postgres', qq{
-SELECT version FROM pg_available_extension_versions WHERE name = '$ext'
-ORDER BY string_to_array(version, '.')::int[]});
+	my @v = ext_versions($node, $ext);
 	my $default = $node->safe_psql('postgres',
 		"SELECT default_version FROM pg_available_extensions WHERE name = '$ext'");
 	is($v[-1], $default, "$ext: the newest version ($v[-1]) is the default");

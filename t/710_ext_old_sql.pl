@@ -43,12 +43,7 @@ my $node = pgss_node(
 	'pgss_ng.track_planning' => 'on',
 	'pgss_ng.save' => 'off');
 
-my %oldest = map {
-	my $ext = $_;
-	$ext => $node->safe_psql('postgres', qq{
-SELECT version FROM pg_available_extension_versions WHERE name = '$ext'
-ORDER BY string_to_array(version, '.')::int[] LIMIT 1})
-} qw(pgss_ng pgss_ng_compat);
+my %oldest = map { $_ => (ext_versions($node, $_))[0] } qw(pgss_ng pgss_ng_compat);
 
 untracked_psql(
 	$node, qq{

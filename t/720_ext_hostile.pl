@@ -53,12 +53,7 @@ use PgssNgExt;
 my $node = pgss_node('ext_hostile', 'pgss_ng.track' => 'none');
 $node->safe_psql('postgres', 'CREATE ROLE regress_evil LOGIN');
 
-my %oldest = map {
-	my $ext = $_;
-	$ext => $node->safe_psql('postgres', qq{
-SELECT version FROM pg_available_extension_versions WHERE name = '$ext'
-ORDER BY string_to_array(version, '.')::int[] LIMIT 1})
-} qw(pgss_ng pgss_ng_compat);
+my %oldest = map { $_ => (ext_versions($node, $_))[0] } qw(pgss_ng pgss_ng_compat);
 
 # The functions and views to imitate: those of a clean install of the
 # oldest and of the newest version (names and signatures, no duplicates).
@@ -126,9 +121,22 @@ sub plants
 				$returns = $f->{result};
 				$ret = $returns eq 'void' ? 'RETURN;' : 'RETURN NULL;';
 			}
-			my $sig = "$schema.$f->{name}(" . join(', ', @$args) . ')';
-			push @sql, qq{
-CREATE FUNCTION $schema.$f->{name}(@{[ join(', ', @params) ]})
+			push @sql,
+			  plant_sql($schema, $f->{name}, $args, \@params, $returns, $ret);
+		}
+	}
+	return join("\n", @sql);
+}
+
+# CREATE FUNCTION of a planted $schema.$name(@$params) (@$args: its IN
+# arguments): it records the call (hostile_calls, hostile_seq), tries to
+# make regress_evil superuser, and ends with $ret.
+sub plant_sql
+{
+	my ($schema, $name, $args, $params, $returns, $ret) = @_;
+	my $sig = "$schema.$name(" . join(', ', @$args) . ')';
+	return qq{
+CREATE FUNCTION $schema.$name(@{[ join(', ', @$params) ]})
 RETURNS $returns LANGUAGE plpgsql AS \$plant\$
 BEGIN
   PERFORM pg_catalog.nextval('public.hostile_seq');
@@ -139,9 +147,6 @@ BEGIN
   END;
   $ret
 END \$plant\$;};
-		}
-	}
-	return join("\n", @sql);
 }
 
 # A database with schemas mon (regress_evil may create there) and ng, and
@@ -312,22 +317,11 @@ $node->safe_psql(
 CREATE SCHEMA contrib;
 CREATE EXTENSION pg_stat_statements SCHEMA contrib;
 CREATE EXTENSION pgss_ng;
-SET ROLE regress_evil;
-CREATE FUNCTION mon.format(text, name) RETURNS text LANGUAGE plpgsql AS $plant$
-BEGIN
-  PERFORM pg_catalog.nextval('public.hostile_seq');
-  INSERT INTO public.hostile_calls VALUES ('mon.format(text, name)', current_user);
-  BEGIN ALTER ROLE regress_evil SUPERUSER; EXCEPTION WHEN OTHERS THEN NULL; END;
-  RETURN 'planted';
-END $plant$;
-CREATE FUNCTION mon.format(text, text) RETURNS text LANGUAGE plpgsql AS $plant$
-BEGIN
-  PERFORM pg_catalog.nextval('public.hostile_seq');
-  INSERT INTO public.hostile_calls VALUES ('mon.format(text, text)', current_user);
-  BEGIN ALTER ROLE regress_evil SUPERUSER; EXCEPTION WHEN OTHERS THEN NULL; END;
-  RETURN 'planted';
-END $plant$;
 });
+$node->safe_psql($db,
+	join("\n", 'SET ROLE regress_evil;',
+		map { plant_sql('mon', 'format', $_, $_, 'text', 'RETURN NULL;') }
+		  [ 'text', 'name' ], [ 'text', 'text' ]));
 my ($rc, $out, $err) =
   $node->psql($db, 'CREATE EXTENSION pgss_ng_compat SCHEMA mon');
 like($err,

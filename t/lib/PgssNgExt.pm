@@ -9,7 +9,18 @@ use warnings;
 
 use Exporter 'import';
 
-our @EXPORT = qw(ext_functions ext_views typed_value call_sql);
+our @EXPORT = qw(ext_versions ext_functions ext_views typed_value call_sql);
+
+# ext_versions($node, $ext)
+#	The versions of extension $ext that the installation offers
+#	(pg_available_extension_versions), oldest first.
+sub ext_versions
+{
+	my ($node, $ext) = @_;
+	return split /\n/, $node->safe_psql('postgres', qq{
+SELECT version FROM pg_available_extension_versions WHERE name = '$ext'
+ORDER BY string_to_array(version, '.')::int[]});
+}
 
 # ext_functions($node, $db, @extensions)
 #	The member functions of those extensions in $db, each a hash:
