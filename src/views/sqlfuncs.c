@@ -23,10 +23,12 @@
  * them into tuples: the entries as a read gives them, the info counters; the
  * reset is the statement kind's.  Columns of the counters that add up
  * follow PGSS_NG_SUM_COUNTERS, and pgss_ng's own (PGSS_NG_OWN_COUNTERS)
- * come after every pg_stat_statements column.  The rows of the two reads
- * are laid out by a row form (rowform.c), not heap_form_tuple: reading
- * the view is mostly building and printing rows (docs/design.md, "What a
- * reader sees").
+ * come after every pg_stat_statements column.  Each function fills the
+ * columns its SQL declares, by name (resultcols.c: an earlier version's
+ * SQL declares fewer), and pgss_ng_compat's share the bodies (sqlfuncs.h).
+ * The statement rows are laid out by a row form (rowform.c), not
+ * heap_form_tuple: reading the view is mostly building and printing rows
+ * (docs/design.md, "What a reader sees").
  *
  * Locking: none taken here.  The read (pgss_ng_stmt_read) takes each
  * partition lock shared and each entry lock shared just long enough to
