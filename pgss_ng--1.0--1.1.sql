@@ -7,18 +7,12 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pgss_ng UPDATE TO '1.1'" to load this file. \quit
 
--- The views again, each call with every argument of its exact type: a
--- view of 1.0 that called pgss_ng(true) or pgss_ng_detail(true) is bound
--- anew to the extension's own function.  The views without arguments too
--- (zero-argument calls: an exact match in 1.0 already), so that every
--- query of 1.0 is re-made by this script.
+-- The views that called a function relying on its defaults, again with
+-- every argument of its exact type (as pgss_ng--1.1.sql makes them).  1.0
+-- bound each view to the extension's own function already: in its schema,
+-- first in search_path when the script ran, a function of the same name
+-- could only make the call ambiguous, never be chosen over it.
 CREATE OR REPLACE VIEW pgss_ng AS
   SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
 CREATE OR REPLACE VIEW pgss_ng_detail AS
   SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
-CREATE OR REPLACE VIEW pgss_ng_info AS
-  SELECT * FROM pgss_ng_info();
-CREATE OR REPLACE VIEW pgss_ng_evicted AS
-  SELECT * FROM pgss_ng_evicted();
-CREATE OR REPLACE VIEW pgss_ng_evictions AS
-  SELECT * FROM pgss_ng_evictions();

@@ -36,8 +36,10 @@
 #  - hijacked oldest: the readme plants in mon that 1.0 binds (same and
 #    first arguments; the others, and those in public, make 1.0's calls
 #    ambiguous), then the oldest version of both (1.0's pgss_ng_compat
-#    bodies are bound to them), nothing called, then both updated: every
-#    object re-made, nothing planted called;
+#    bodies are bound to them), nothing called, then functions with one
+#    more argument beside every function of both in mon (pgss_ng_compat's
+#    own included), then both updated: every body re-made, nothing
+#    planted called;
 #  - contrib: contrib's pg_stat_statements exists in schema contrib and
 #    format() is planted in mon: CREATE EXTENSION pgss_ng_compat SCHEMA mon
 #    is refused (duplicate_object) without calling it.
@@ -88,27 +90,38 @@ for my $v (sort keys %view_names)
 }
 
 # The CREATE FUNCTION statements planting imitations of every target in
-# $schema: $forms is 'all' (same arguments, first arguments, one more),
-# 'bind' (same arguments, first arguments) or 'first' (first arguments
-# only).  The targets of the extensions in
-# @own, which are (or will be) created in $schema, get the first
-# arguments only: the other forms there would only stop their creation.
+# $schema, in the forms named in $how->{forms}: 'same' (the same argument
+# types), 'first' (the first arguments, where the rest have defaults),
+# 'extra' (one more argument, with a default).  The targets of the
+# extensions in @{$how->{own}}, which are (or will be) created in
+# $schema, get only the forms in $how->{own_forms} (default 'first': the
+# others there would only stop their creation).  With $drop, the DROP
+# FUNCTION statements of those plants instead.
 sub plants
 {
-	my ($schema, $forms, @own) = @_;
+	my ($schema, $how, $drop) = @_;
 	my @sql;
 	for my $f (@targets)
 	{
 		my @in = @{ $f->{in} };
-		my $f_forms = (grep { $_ eq ($f->{extension} // '') } @own)
-		  ? 'first' : $forms;
+		my $forms = (grep { $_ eq ($f->{extension} // '') } @{ $how->{own} // [] })
+		  ? $how->{own_forms} // 'first' : $how->{forms};
 		my @arglists;
-		push @arglists, [@in] if $f_forms ne 'first';
-		push @arglists, [ @in[ 0 .. $_ - 1 ] ]
-		  for ($#in + 1 - $f->{ndefaults}) .. $#in;
-		push @arglists, [ @in, 'integer DEFAULT 0' ] if $f_forms eq 'all';
+		push @arglists, [@in] if $forms =~ /\bsame\b/;
+		if ($forms =~ /\bfirst\b/)
+		{
+			push @arglists, [ @in[ 0 .. $_ - 1 ] ]
+			  for ($#in + 1 - $f->{ndefaults}) .. $#in;
+		}
+		push @arglists, [ @in, 'integer DEFAULT 0' ] if $forms =~ /\bextra\b/;
 		for my $args (@arglists)
 		{
+			if ($drop)
+			{
+				push @sql, "DROP FUNCTION $schema.$f->{name}("
+				  . join(', ', map { s/ DEFAULT .*//r } @$args) . ');';
+				next;
+			}
 			my @params = (@$args, map { "OUT $_->[0] $_->[1]" } @{ $f->{out} });
 			my ($returns, $ret);
 			if (@{ $f->{out} })
@@ -172,15 +185,14 @@ ALTER ROLE regress_evil NOSUPERUSER;
 	return $db;
 }
 
-# Plant as regress_evil in $db: pairs of (schema, [forms, extensions
-# created there]).
+# Plant as regress_evil in $db: pairs of (schema, how: see plants).
 sub plant
 {
 	my ($db, @where) = @_;
 	my $sql = "SET ROLE regress_evil;\n";
 	while (my ($schema, $how) = splice(@where, 0, 2))
 	{
-		$sql .= plants($schema, @$how);
+		$sql .= plants($schema, $how);
 	}
 	$node->safe_psql($db, $sql);
 	return;
@@ -273,13 +285,16 @@ WHERE e.extname LIKE 'pgss%'}) =~ /^(\S+)=\1 (\S+)=\2$/ ? 'newest' : 'not newest
 }
 
 # The README's layout: pgss_ng in public, pgss_ng_compat in mon.
+my $all = 'same first extra';
 my @readme_plants = (
-	mon => [ 'all', 'pgss_ng_compat' ],
-	public => [ 'all', 'pgss_ng' ]);
-
+	mon => { forms => $all, own => ['pgss_ng_compat'] },
+	public => { forms => $all, own => ['pgss_ng'] });
 # those that 1.0 binds (the others make its calls ambiguous)
+my @binding_plants =
+  (mon => { forms => 'same first', own => ['pgss_ng_compat'] });
+
 my $db = new_db();
-plant($db, mon => [ 'bind', 'pgss_ng_compat' ]);
+plant($db, @binding_plants);
 create_extensions($db, 'readme', 'public', 'mon');
 use_and_check($db, 'readme');
 
@@ -289,12 +304,16 @@ create_extensions($db, 'readme, all plants', 'public', 'mon');
 use_and_check($db, 'readme, all plants');
 
 $db = new_db();
-plant($db, mon => [ 'all', 'pgss_ng_compat' ], public => ['all']);
+plant($db,
+	mon => { forms => $all, own => ['pgss_ng_compat'] },
+	public => { forms => $all });
 create_extensions($db, 'schemas', 'ng', 'mon');
 use_and_check($db, 'schemas', 'public, mon, ng');
 
 $db = new_db();
-plant($db, mon => [ 'all', 'pgss_ng', 'pgss_ng_compat' ], public => ['all']);
+plant($db,
+	mon => { forms => $all, own => [ 'pgss_ng', 'pgss_ng_compat' ] },
+	public => { forms => $all });
 create_extensions($db, 'same schema', 'mon', 'mon');
 use_and_check($db, 'same schema');
 
@@ -304,10 +323,17 @@ plant($db, @readme_plants);
 update_extensions($db, 'update');
 use_and_check($db, 'update');
 
+# 1.0 bound to planted functions, then more planted beside its own: the
+# update of pgss_ng_compat, which replaces what 1.0 bound, must not fail
+# (it rolls back whole); pgss_ng's may (its 1.0 objects bind nothing).
 $db = new_db();
-plant($db, mon => [ 'bind', 'pgss_ng_compat' ]);
+plant($db, @binding_plants);
 create_extensions($db, 'hijacked oldest', 'public', 'mon', %oldest);
+my %extra = (forms => 'extra', own => ['pgss_ng_compat'], own_forms => 'extra');
+plant($db, mon => \%extra);
 update_extensions($db, 'hijacked oldest');
+# (they would make the calls below ambiguous, as any caller's)
+$node->safe_psql($db, plants('mon', \%extra, 'drop'));
 use_and_check($db, 'hijacked oldest');
 
 # contrib's extension: the refusal calls nothing planted
