@@ -480,16 +480,25 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
  *		uses the pending data represents) to the entry's usage, its value
  *		for eviction, decayed to the flush's time (ref->flush_time, read
  *		by pgss_ng_kind_lock_entry), and release the entry lock taken by
- *		pgss_ng_kind_lock_entry().
+ *		pgss_ng_kind_lock_entry().  Within PGSS_NG_USAGE_DECAY_STEP_US of
+ *		its last decay (or before it: a clock read just before ours in
+ *		another backend) the uses are added to the usage as it stands, to
+ *		decay from that time: a hot entry's flushes compute the decay
+ *		once per step, not each.
  */
 void
 pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
 {
 	PgssNgBodyHeader *hdr = ref->hdr;
 
-	hdr->usage = kind_decayed_usage(hdr->usage, hdr->usage_time,
-									ref->flush_time) + uses;
-	hdr->usage_time = Max(hdr->usage_time, ref->flush_time);
+	if (ref->flush_time - hdr->usage_time < PGSS_NG_USAGE_DECAY_STEP_US)
+		hdr->usage += uses;
+	else
+	{
+		hdr->usage = kind_decayed_usage(hdr->usage, hdr->usage_time,
+										ref->flush_time) + uses;
+		hdr->usage_time = ref->flush_time;
+	}
 	LWLockRelease(&hdr->lock);
 }
 
