@@ -47,6 +47,9 @@ static bool exit_registered = false;
 /* counted in PgssNgStmtControl.nattached (pgss_ng_stmt_attach) */
 static bool counted_attached = false;
 
+/* attached to the statement kind (pgss_ng_stmt_attach returned true) */
+static bool attached = false;
+
 /* the failure note being merged, for the guard's error path */
 static PgssNgFailureNote merging;
 static bool merging_valid = false;
@@ -69,6 +72,7 @@ stmt_exit(int code, Datum arg)
 	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 	pgss_ng_kind_detach(pgss_ng_stmt_kind);
+	attached = false;
 	if (counted_attached)
 		pg_atomic_fetch_sub_u32(&pgss_ng_stmt_ctl->nattached, 1);
 	counted_attached = false;
@@ -102,6 +106,8 @@ register_exit(void)
 bool
 pgss_ng_stmt_attach(void)
 {
+	if (likely(attached))
+		return true;
 	if (pgss_ng_stmt_ctl == NULL ||
 		!pgss_ng_kind_attach(pgss_ng_stmt_kind))
 		return false;
@@ -111,6 +117,7 @@ pgss_ng_stmt_attach(void)
 		pg_atomic_fetch_add_u32(&pgss_ng_stmt_ctl->nattached, 1);
 		counted_attached = true;
 	}
+	attached = true;
 	return true;
 }
 
@@ -127,31 +134,24 @@ pgss_ng_stmt_attached(void)
 
 /*
  * pgss_ng_stmt_begin
- *		Open a failure frame for a tracked call of a statement (see
- *		pgss_ng_stmt_open_frame); returns its number, for
- *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().  Called on the hooks'
- *		normal path only, never while an ERROR is in flight.
- *
- * The first frame of a backend registers the exit sequence (without
- * attaching), so that it runs should a FATAL end the very first
- * statement.  Failures noted since the last merge are merged and flushed
- * first, waiting for entry locks (held only for a merge or a reader's
- * copy; merge_and_flush), so that other sessions see them by the time
- * this call starts, even in a session whose statements all fail (their
- * executions never end, so no statement end flushes them), and so that a
- * loop catching errors does not fill the notes.  Otherwise it takes no
- * lock and raises nothing.
+ *		At the start of a tracked statement's hook call, when frames.c asks
+ *		for it (pgss_ng_frames_attention): the backend's first statement
+ *		registers the exit sequence (without attaching), so that it runs
+ *		should a FATAL end the very first statement; failures noted since
+ *		the last merge are merged and flushed, waiting for entry locks
+ *		(held only for a merge or a reader's copy; merge_and_flush), so
+ *		that other sessions see them by the time this call starts, even in
+ *		a session whose statements all fail (their executions never end,
+ *		so no statement end flushes them), and so that a loop catching
+ *		errors does not fill the notes.  No ERROR escapes.
  */
-int
-pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
-				   int query_location, int query_len, double prior_ms)
+void
+pgss_ng_stmt_begin(void)
 {
-	if (unlikely(!exit_registered))
-		register_exit();
-	if (unlikely(pgss_ng_stmt_notes_waiting()))
+	register_exit();
+	pgss_ng_frames_attention = false;
+	if (pgss_ng_stmt_notes_waiting())
 		merge_and_flush(true);
-	return pgss_ng_stmt_open_frame(queryid, toplevel, query, query_location,
-								   query_len, prior_ms);
 }
 
 /*
@@ -508,14 +508,20 @@ merge_and_flush(bool force)
 
 /*
  * pgss_ng_flush
- *		merge_and_flush() at the end of each top-level statement: entry
- *		locks are tried without waiting (walsenders wait: see
- *		pgss_ng_stmt_attach).  The SQL functions flush, waiting, through
- *		pgss_ng_stmt_read() and pgss_ng_stmt_reset().
+ *		merge_and_flush() at the end of each top-level statement, if
+ *		failures were noted or anything is pending: entry locks are tried
+ *		without waiting (walsenders wait: see pgss_ng_stmt_attach).  The SQL
+ *		functions flush, waiting, through pgss_ng_stmt_read() and
+ *		pgss_ng_stmt_reset().
  */
 void
 pgss_ng_flush(void)
 {
+	if (likely(!pgss_ng_frames_attention) &&
+		!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
+		return;
+	register_exit();
+	pgss_ng_frames_attention = false;
 	/* walsenders are not waited for at shutdown: never leave anything */
 	merge_and_flush(am_walsender);
 }

@@ -192,17 +192,6 @@ pgss_ng_stmt_shmem_startup(void)
 }
 
 /*
- * pgss_ng_stmt_ready
- *		Is the statement kind set up (library preloaded, shared memory
- *		made)?  The hooks record nothing otherwise.
- */
-bool
-pgss_ng_stmt_ready(void)
-{
-	return pgss_ng_stmt_ctl != NULL;
-}
-
-/*
  * pgss_ng_stmt_count_dropped
  *		Count n plannings/executions (or failed executions) that could not
  *		be recorded.  Takes the info spinlock.
