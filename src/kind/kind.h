@@ -66,7 +66,8 @@ typedef struct PgssNgKind PgssNgKind;
  * A backend's reference to one shared entry, with its pending data: what
  * pgss_ng_kind_get_pending() returns and a flush callback receives (core's
  * PgStat_EntryRef).  Valid until the pending data is flushed; the fields
- * after pending_since are the layer's own.
+ * after pending_since are the layer's own.  pgss_ng_kind_lock_key() fills
+ * one on its caller's stack, for an entry it locked without pending data.
  */
 typedef struct PgssNgEntryRef
 {
@@ -79,12 +80,23 @@ typedef struct PgssNgEntryRef
 	/* private to the layer */
 	dsa_pointer body;
 	struct PgssNgBodyHeader *hdr;
+	bool		pinned;			/* holds a reference (always, but for
+								 * pgss_ng_kind_lock_key of an entry found) */
+	bool		created;		/* pgss_ng_kind_lock_key made the entry */
 	uint8		removed;		/* set by pgss_ng_kind_lock_entry */
 	TimestampTz flush_time;		/* the flush's time, read under the entry
 								 * lock: the usage decay, the kind's stamp */
 	uint32		hash;			/* the key's hash in the pending hash */
 	dlist_node	node;			/* in the kind's pending_list */
 } PgssNgEntryRef;
+
+/* result of pgss_ng_kind_lock_key */
+typedef enum PgssNgLockKey
+{
+	PGSS_NG_KEY_LOCKED,			/* the entry lock is held */
+	PGSS_NG_KEY_BUSY,			/* busy: a reference is held instead */
+	PGSS_NG_KEY_FAILED			/* no entry could be made */
+} PgssNgLockKey;
 
 /*
  * Kind description, the equivalent of PgStat_KindInfo.  All callbacks are
@@ -222,6 +234,13 @@ extern PgssNgEntryRef *pgss_ng_kind_get_pending(PgssNgKind *kind,
 												 const void *key,
 												 PgssNgInitSharedFn init,
 												 void *arg);
+extern void *pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key);
+extern int	pgss_ng_kind_pending_limit(PgssNgKind *kind);
+extern PgssNgLockKey pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
+										   PgssNgInitSharedFn init, void *arg,
+										   PgssNgEntryRef *ref);
+extern void pgss_ng_kind_unlock_key(PgssNgEntryRef *ref, double uses);
+extern PgssNgEntryRef *pgss_ng_kind_keep_pending(PgssNgEntryRef *ref);
 extern bool pgss_ng_kind_flush(PgssNgKind *kind, bool force);
 extern bool pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait);
 extern void pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses);

@@ -417,14 +417,14 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 }
 
 /*
- * max_pending
+ * pgss_ng_kind_pending_limit
  *		Pending entries a backend may hold before an early flush:
  *		desc->max_pending, but at most a quarter of max, so that a few
  *		backends holding references (which keep evicted bodies allocated)
  *		cannot fill the backstop of a small table on their own.
  */
-static int
-max_pending(PgssNgKind *kind)
+int
+pgss_ng_kind_pending_limit(PgssNgKind *kind)
 {
 	return Max(1, Min(kind->desc->max_pending, kind_max(kind) / 4));
 }
@@ -576,6 +576,209 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
 }
 
 /*
+ * make_room
+ *		Before a new pending entry: flush everything pending if this
+ *		backend holds its limit already (pgss_ng_kind_pending_limit, at
+ *		least one entry), without waiting first, then waiting if that left
+ *		too many.  Errors: those of the flush.
+ */
+static void
+make_room(PgssNgKind *kind)
+{
+	int			limit = Max(1, pgss_ng_kind_pending_limit(kind));
+
+	if (kind->npending >= limit &&
+		pgss_ng_kind_flush(kind, false) &&
+		kind->npending >= limit)
+		pgss_ng_kind_flush(kind, true);
+}
+
+/*
+ * keep_pending
+ *		Make pe (just entered in the pending hash, its key's hash is hash)
+ *		the pending entry of body, whose reference this backend holds, and
+ *		return its ref; its pending data is left to the caller.
+ */
+static PgssNgEntryRef *
+keep_pending(PgssNgKind *kind, void *pe, uint32 hash, dsa_pointer body,
+			 PgssNgBodyHeader *hdr)
+{
+	PgssNgEntryRef *ref = PENDING_REF(kind, pe);
+
+	ref->kind = kind;
+	ref->key = pe;
+	ref->shared_data = PgssNgSharedData(hdr);
+	ref->pending = PENDING_DATA(kind, pe);
+	ref->pending_since = GetCurrentTimestamp();
+	ref->body = body;
+	ref->hdr = hdr;
+	ref->pinned = true;
+	ref->created = false;
+	ref->removed = PGSS_NG_LIVE;
+	ref->flush_time = 0;
+	ref->hash = hash;
+	dlist_push_tail(&kind->pending_list, &ref->node);
+	kind->npending++;
+	return ref;
+}
+
+/*
+ * pgss_ng_kind_find_pending
+ *		This backend's pending data for key, if it holds some and its
+ *		entry is live; NULL otherwise (none, or its entry was removed:
+ *		pgss_ng_kind_get_pending flushes that one away).  A lookup in the
+ *		backend-local pending hash only: no lock, no ERROR.
+ */
+void *
+pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key)
+{
+	void	   *pe;
+
+	if (kind->npending == 0)
+		return NULL;
+	pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+	if (pe == NULL || PENDING_REF(kind, pe)->hdr->removed != PGSS_NG_LIVE)
+		return NULL;
+	return PENDING_DATA(kind, pe);
+}
+
+/*
+ * pgss_ng_kind_lock_key
+ *		Lock key's shared entry for a change made at once (e.g. one call
+ *		counted straight into it), making the entry if needed (init, arg
+ *		as for pgss_ng_kind_create), without waiting, into ref (the
+ *		caller's, e.g. on its stack):
+ *		  PGSS_NG_KEY_LOCKED  the entry lock is held, ref->shared_data is
+ *							  the entry's and ref->flush_time the time read
+ *							  under the lock; release with
+ *							  pgss_ng_kind_unlock_key()
+ *		  PGSS_NG_KEY_BUSY	  the lock is busy (or the new entry is gone
+ *							  already): ref holds a reference instead, for
+ *							  pgss_ng_kind_keep_pending()
+ *		  PGSS_NG_KEY_FAILED  the entry could not be made (backstop, out
+ *							  of shared memory): nothing held
+ *
+ * The path of a key whose entry exists: one lookup, the entry lock tried
+ * under its partition lock, no reference (the partition lock keeps the
+ * body from being freed until the entry lock is held: a removal takes
+ * both), nothing allocated.  A new entry is made with a reference, then
+ * locked through it.  Errors: those of DSA mapping and creation; call
+ * under pgss_ng_kind_guard().
+ */
+PgssNgLockKey
+pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
+					  PgssNgInitSharedFn init, void *arg, PgssNgEntryRef *ref)
+{
+	void	   *he;
+	PgssNgCreateResult r;
+
+	ref->kind = kind;
+	ref->key = key;
+	ref->pending = NULL;
+	ref->pending_since = 0;
+	ref->pinned = false;
+	ref->created = false;
+	ref->removed = PGSS_NG_LIVE;
+
+	he = dshash_find(kind->hash, key, false);
+	if (likely(he != NULL))
+	{
+		ref->body = HASH_TAIL(kind, he)->body;
+		ref->hdr = dsa_get_address(kind->area, ref->body);
+		if (!LWLockConditionalAcquire(&ref->hdr->lock, LW_EXCLUSIVE))
+		{
+			pg_atomic_fetch_add_u32(&ref->hdr->refcount, 1);
+			ref->pinned = true;
+		}
+		dshash_release_lock(kind->hash, he);
+		if (ref->pinned)
+			return PGSS_NG_KEY_BUSY;
+	}
+	else
+	{
+		r = lookup_or_create(kind, key, init, arg, true, 1.0, &ref->body,
+							 &ref->hdr);
+		if (r == PGSS_NG_FULL || r == PGSS_NG_OUT_OF_MEMORY)
+			return PGSS_NG_KEY_FAILED;
+		ref->pinned = true;
+		ref->created = r == PGSS_NG_CREATED;
+		if (!LWLockConditionalAcquire(&ref->hdr->lock, LW_EXCLUSIVE))
+			return PGSS_NG_KEY_BUSY;
+		if (ref->hdr->removed != PGSS_NG_LIVE)
+		{
+			/* gone already: its pending data's flush discards it */
+			LWLockRelease(&ref->hdr->lock);
+			return PGSS_NG_KEY_BUSY;
+		}
+	}
+	ref->shared_data = PgssNgSharedData(ref->hdr);
+	ref->flush_time = GetCurrentTimestamp();
+	return PGSS_NG_KEY_LOCKED;
+}
+
+/*
+ * pgss_ng_kind_unlock_key
+ *		After pgss_ng_kind_lock_key() returned PGSS_NG_KEY_LOCKED: add uses
+ *		to the entry's usage and release its lock (as
+ *		pgss_ng_kind_unlock_entry), then the reference of a new entry, and
+ *		evict if that creation took live entries past max.  Errors: those
+ *		of freeing and eviction, under the caller's guard.
+ */
+void
+pgss_ng_kind_unlock_key(PgssNgEntryRef *ref, double uses)
+{
+	pgss_ng_kind_unlock_entry(ref, uses);
+	if (ref->pinned)
+		kind_release_ref(ref->kind, ref->body, ref->hdr);
+	if (ref->created)
+		pgss_ng_kind_evict(ref->kind);
+}
+
+/*
+ * pgss_ng_kind_keep_pending
+ *		After pgss_ng_kind_lock_key() returned PGSS_NG_KEY_BUSY: make the
+ *		reference ref holds this backend's pending entry for its key, with
+ *		its pending data zeroed as pgss_ng_kind_get_pending() zeroes it,
+ *		for the next flush.  This backend holds no live pending data for
+ *		the key (pgss_ng_kind_find_pending).  Memory: the pending hash.
+ *		Errors: out of memory, and those of flushing (a pending entry of
+ *		the key whose entry was removed is flushed away first); the
+ *		reference is released first.
+ */
+PgssNgEntryRef *
+pgss_ng_kind_keep_pending(PgssNgEntryRef *ref)
+{
+	PgssNgKind *kind = ref->kind;
+	uint32		hash = get_hash_value(kind->pending, ref->key);
+	PgssNgEntryRef *kept = NULL;
+	void	   *pe;
+	bool		found;
+
+	Assert(ref->pinned);
+	PG_TRY();
+	{
+		(void) find_live_pending(kind, ref->key, hash);
+		pe = hash_search_with_hash_value(kind->pending, ref->key, hash,
+										 HASH_ENTER, &found);
+	}
+	PG_CATCH();
+	{
+		/* the reference is not recorded anywhere yet */
+		kind_release_locks_or_rethrow();
+		kind_release_ref(kind, ref->body, ref->hdr);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	Assert(!found);
+	kept = keep_pending(kind, pe, hash, ref->body, ref->hdr);
+	memset(kept->pending, 0, kind->desc->pending_zeroed > 0 ?
+		   kind->desc->pending_zeroed : kind->desc->pending_size);
+	if (ref->created)
+		pgss_ng_kind_evict(kind);
+	return kept;
+}
+
+/*
  * pgss_ng_kind_get_pending
  *		Return this backend's reference to the entry for key, with its
  *		pending data (zeroed when new), making the shared entry if needed;
@@ -584,10 +787,11 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
  * The pending data is zeroed (its first pending_zeroed bytes when the kind
  * sets that).  Returns NULL when the entry could not be made (backstop
  * reached, or out of shared memory); the caller then counts what it wanted
- * to record as dropped.  Before adding a new pending entry past max_pending(),
- * everything pending is flushed, so a backend's pending memory stays
- * bounded however many distinct keys a single statement or transaction
- * touches.  The key's hash in the pending hash is computed once, here,
+ * to record as dropped.  Before adding a new pending entry past
+ * pgss_ng_kind_pending_limit(), everything pending is flushed, so that a
+ * backend's pending memory and the entries its references keep from
+ * eviction stay bounded however many distinct keys a single statement or
+ * transaction touches.  The key's hash in the pending hash is computed once, here,
  * and kept in the reference for the removal at the flush.  Memory:
  * pending entries in TopMemoryContext (the pending hash).  Errors: those
  * of lookup_or_create(); the local entry is removed first.
@@ -609,10 +813,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	if (live != NULL)
 		return PENDING_REF(kind, live);
 
-	if (kind->npending >= max_pending(kind) &&
-		pgss_ng_kind_flush(kind, false) &&
-		kind->npending >= max_pending(kind))
-		pgss_ng_kind_flush(kind, true);
+	make_room(kind);
 
 	/* make the local entry first: if that fails, no reference is leaked */
 	pe = hash_search_with_hash_value(kind->pending, key, hash, HASH_ENTER,
@@ -638,21 +839,9 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 		return NULL;
 	}
 
-	ref = PENDING_REF(kind, pe);
-	ref->kind = kind;
-	ref->key = pe;
-	ref->shared_data = PgssNgSharedData(hdr);
-	ref->pending = PENDING_DATA(kind, pe);
-	ref->pending_since = GetCurrentTimestamp();
-	ref->body = body;
-	ref->hdr = hdr;
-	ref->removed = PGSS_NG_LIVE;
-	ref->flush_time = 0;
-	ref->hash = hash;
+	ref = keep_pending(kind, pe, hash, body, hdr);
 	memset(ref->pending, 0, kind->desc->pending_zeroed > 0 ?
 		   kind->desc->pending_zeroed : kind->desc->pending_size);
-	dlist_push_tail(&kind->pending_list, &ref->node);
-	kind->npending++;
 
 	/* only now: an ERROR in eviction must find the reference recorded */
 	if (r == PGSS_NG_CREATED)
