@@ -89,9 +89,9 @@ find_ref(PgssNgKind *kind, const void *key, bool want_ref,
  *		entries_allocated by one unless it has reached kind_backstop(),
  *		with a compare-and-exchange loop, so that the bound is exact
  *		without a lock however many backends create at once.  Returns
- *		false (and counts a backstop skip) when the backstop is reached.
- *		The caller gives the slot back (kind_free_body, or a decrement)
- *		if it does not publish a body.  No lock; no ERROR.
+ *		false when the backstop is reached (the caller counts the skip if
+ *		it gives up).  The caller gives the slot back (kind_free_body, or a
+ *		decrement) if it does not publish a body.  No lock; no ERROR.
  */
 static bool
 admit_body(PgssNgKind *kind)
@@ -103,10 +103,7 @@ admit_body(PgssNgKind *kind)
 	do
 	{
 		if (n >= backstop)
-		{
-			pg_atomic_fetch_add_u64(&ctl->backstop_skips, 1);
 			return false;
-		}
 	} while (!pg_atomic_compare_exchange_u32(&ctl->entries_allocated, &n,
 											 n + 1));
 	return true;
@@ -347,6 +344,9 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
  * Creation takes no lock of its own (create_body), at max or below: a
  * backend that finds another one evicting goes on with its statement, and
  * the backstop bounds what is created meanwhile, exactly (admit_body).
+ * Only at the backstop, with live entries past max, does a creator wait
+ * for the eviction in progress (<name>_dealloc shared) and evict before
+ * its second and last try; a refusal counts one backstop skip.
  * Errors: none raised by this layer; an ERROR from eviction, init or dsa
  * mapping propagates (locks released by the caller's guard).
  */
@@ -359,12 +359,31 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	CreateArgs	ca = {.kind = kind, .key = key, .init = init, .arg = arg,
 	.want_ref = want_ref, .usage = usage};
 
+	PgssNgCreateResult r;
+
 	if (find_ref(kind, key, want_ref, body_out, hdr_out))
 		return PGSS_NG_EXISTS;
 
 	pgss_ng_kind_evict(kind);
+	r = create_body(kind, &ca, body_out, hdr_out);
 
-	return create_body(kind, &ca, body_out, hdr_out);
+	/*
+	 * At the backstop with more live entries than max, eviction lags behind
+	 * creations (many backends making entries at once, while one run
+	 * evicts what was past max when it began): wait for the run in
+	 * progress, evict, and try once more, rather than drop the count.
+	 */
+	if (r == PGSS_NG_FULL &&
+		pg_atomic_read_u32(&kind->ctl->entries_live) > (uint32) kind_max(kind))
+	{
+		LWLockAcquire(kind->dealloc_lock, LW_SHARED);
+		LWLockRelease(kind->dealloc_lock);
+		pgss_ng_kind_evict(kind);
+		r = create_body(kind, &ca, body_out, hdr_out);
+	}
+	if (r == PGSS_NG_FULL)
+		pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips, 1);
+	return r;
 }
 
 /*
@@ -418,15 +437,24 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 
 /*
  * pgss_ng_kind_pending_limit
- *		Pending entries a backend may hold before an early flush:
- *		desc->max_pending, but at most a quarter of max, so that a few
- *		backends holding references (which keep evicted bodies allocated)
- *		cannot fill the backstop of a small table on their own.
+ *		Pending entries (each holding a reference) this backend may hold
+ *		before an early flush: desc->max_pending, but at most this
+ *		backend's share of half the backstop's headroom (backstop - max,
+ *		shared by the attached backends).  A referenced entry cannot be
+ *		evicted, so the references of all backends together stay within
+ *		half the headroom, and eviction keeps the bodies below the
+ *		backstop however many backends hold pending counts.  0: no share
+ *		at all, count straight into the shared entry (pgss_ng_kind_push).
+ *		Atomic reads; no lock.
  */
 int
 pgss_ng_kind_pending_limit(PgssNgKind *kind)
 {
-	return Max(1, Min(kind->desc->max_pending, kind_max(kind) / 4));
+	int			headroom = kind_backstop(kind) - kind_max(kind);
+	uint32		nattached = pg_atomic_read_u32(&kind->ctl->nattached);
+
+	return Min(kind->desc->max_pending,
+			   headroom / (2 * (int) Max(nattached, 1)));
 }
 
 /*
@@ -933,10 +961,15 @@ pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
 	dsa_pointer body;
 	PgssNgBodyHeader *hdr;
 
+	PgssNgCreateResult r;
+
 	Assert(LWLockHeldByMeInMode(kind->dealloc_lock, LW_SHARED));
 	if (find_ref(kind, key, false, &body, &hdr))
 		return PGSS_NG_EXISTS;
-	return create_body(kind, &ca, &body, &hdr);
+	r = create_body(kind, &ca, &body, &hdr);
+	if (r == PGSS_NG_FULL)
+		pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips, 1);
+	return r;
 }
 
 

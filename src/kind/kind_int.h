@@ -146,6 +146,9 @@ typedef struct PgssNgKindControl
 	int			entry_tranche;
 	pg_atomic_uint32 entries_live;	/* entries in the hash */
 	pg_atomic_uint32 entries_allocated; /* bodies, incl. removed ones */
+	pg_atomic_uint32 nattached;	/* backends attached (their share of the
+								 * backstop's headroom for references:
+								 * pgss_ng_kind_pending_limit) */
 	pg_atomic_uint64 next_generation;
 	pg_atomic_uint64 dealloc;	/* eviction runs that evicted entries */
 	pg_atomic_uint64 entries_evicted;	/* entries those runs evicted */

@@ -195,6 +195,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 		ctl->entry_tranche = LWLockNewTrancheId();
 		pg_atomic_init_u32(&ctl->entries_live, 0);
 		pg_atomic_init_u32(&ctl->entries_allocated, 0);
+		pg_atomic_init_u32(&ctl->nattached, 0);
 		pg_atomic_init_u64(&ctl->next_generation, 1);
 		pg_atomic_init_u64(&ctl->dealloc, 0);
 		pg_atomic_init_u64(&ctl->entries_evicted, 0);
@@ -272,6 +273,7 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	dlist_init(&kind->pending_list);
 	kind->npending = 0;
+	pg_atomic_fetch_add_u32(&kind->ctl->nattached, 1);
 
 	MemoryContextSwitchTo(oldcxt);
 	return true;
@@ -293,6 +295,7 @@ pgss_ng_kind_detach(PgssNgKind *kind)
 	if (kind->area == NULL)
 		return;
 
+	pg_atomic_fetch_sub_u32(&kind->ctl->nattached, 1);
 	dshash_detach(kind->hash);
 	kind->hash = NULL;
 	dsa_release_in_place(raw_dsa_place(kind));
