@@ -122,6 +122,16 @@ typedef struct PgssNgKindDesc
 	int			max_pending;	/* flush early past this many pending */
 
 	/*
+	 * Optional: the hash of a key and its comparison (dshash's signatures;
+	 * 0 from compare_fn when equal), for the shared and the pending hash:
+	 * cheaper ones than the default (XXH3 and memcmp of the key's bytes)
+	 * for a kind whose key holds a hash already.  The same in every
+	 * process.
+	 */
+	dshash_hash_function hash_fn;
+	dshash_compare_function compare_fn;
+
+	/*
 	 * Merge ref->pending into ref->shared_data.  Lock the entry with
 	 * pgss_ng_kind_lock_entry(ref, nowait) first; if that returns false
 	 * (busy with nowait, or the entry was removed), return false at once.

@@ -58,6 +58,18 @@
 #include "kind_int.h"
 
 /*
+ * pending_hash
+ *		The hash of key in the backend's pending hash: the shared hash's
+ *		function (the kind's own, desc->hash_fn, when it has one), not
+ *		dynahash's; every lookup of the pending hash passes it.
+ */
+static inline uint32
+pending_hash(PgssNgKind *kind, const void *key)
+{
+	return kind->hash_params.hash_function(key, kind->desc->key_size, NULL);
+}
+
+/*
  * find_ref
  *		Look key up; if found, optionally take a reference (under the
  *		partition lock, which makes the refcount safe against removals) and
@@ -403,7 +415,9 @@ pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 
 	if (kind->npending > 0)
 	{
-		void	   *pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+		void	   *pe = hash_search_with_hash_value(kind->pending, key,
+														pending_hash(kind, key),
+														HASH_FIND, NULL);
 
 		if (pe != NULL && PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_LIVE)
 			return true;
@@ -664,7 +678,9 @@ pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key)
 
 	if (kind->npending == 0)
 		return NULL;
-	pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+	pe = hash_search_with_hash_value(kind->pending, key,
+									 pending_hash(kind, key), HASH_FIND,
+									 NULL);
 	if (pe == NULL || PENDING_REF(kind, pe)->hdr->removed != PGSS_NG_LIVE)
 		return NULL;
 	return PENDING_DATA(kind, pe);
@@ -777,7 +793,7 @@ PgssNgEntryRef *
 pgss_ng_kind_keep_pending(PgssNgEntryRef *ref)
 {
 	PgssNgKind *kind = ref->kind;
-	uint32		hash = get_hash_value(kind->pending, ref->key);
+	uint32		hash = pending_hash(kind, ref->key);
 	PgssNgEntryRef *kept = NULL;
 	void	   *pe;
 	bool		found;
@@ -835,7 +851,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	PgssNgCreateResult r = PGSS_NG_OUT_OF_MEMORY;
 	dsa_pointer body;
 	PgssNgBodyHeader *hdr;
-	uint32		hash = get_hash_value(kind->pending, key);
+	uint32		hash = pending_hash(kind, key);
 
 	live = find_live_pending(kind, key, hash);
 	if (live != NULL)

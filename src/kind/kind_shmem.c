@@ -73,9 +73,11 @@ init_hash_params(PgssNgKind *kind)
 	kind->hash_params.key_size = kind->desc->key_size;
 	kind->hash_params.entry_size = MAXALIGN(kind->desc->key_size) +
 		sizeof(PgssNgHashEntry);
-	kind->hash_params.compare_function = dshash_memcmp;
+	kind->hash_params.compare_function =
+		kind->desc->compare_fn ? kind->desc->compare_fn : dshash_memcmp;
 	PGSS_NG_DSHASH_SET_COPY(&kind->hash_params);
-	kind->hash_params.hash_function = hash_key;
+	kind->hash_params.hash_function =
+		kind->desc->hash_fn ? kind->desc->hash_fn : hash_key;
 	kind->hash_params.tranche_id = kind->ctl->hash_tranche;
 }
 

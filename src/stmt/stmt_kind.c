@@ -47,6 +47,37 @@ static bool stmt_needs_room(PgssNgKind *kind, bool starting);
 static void stmt_evicted(PgssNgKind *kind, const void *key,
 						 const void *shared_data);
 
+/*
+ * stmt_key_hash / stmt_key_compare
+ *		The statement kind's key hash and comparison (PgssNgKindDesc's
+ *		hash_fn and compare_fn): the queryid is a hash already, mixed with
+ *		the other fields by a 64-bit finalizer; the fields compared one by
+ *		one.
+ */
+static dshash_hash
+stmt_key_hash(const void *key, size_t size, void *arg)
+{
+	const PgssNgStmtKey *k = (const PgssNgStmtKey *) key;
+	uint64		h = k->queryid ^
+		((((uint64) k->userid << 32) | k->dbid) * UINT64CONST(0x9E3779B97F4A7C15)) ^
+		(uint64) k->toplevel;
+
+	h ^= h >> 33;
+	h *= UINT64CONST(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	return (dshash_hash) h;
+}
+
+static int
+stmt_key_compare(const void *a, const void *b, size_t size, void *arg)
+{
+	const PgssNgStmtKey *ka = (const PgssNgStmtKey *) a;
+	const PgssNgStmtKey *kb = (const PgssNgStmtKey *) b;
+
+	return !(ka->queryid == kb->queryid && ka->userid == kb->userid &&
+			 ka->dbid == kb->dbid && ka->toplevel == kb->toplevel);
+}
+
 static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
 	.key_size = sizeof(PgssNgStmtKey),
@@ -58,6 +89,8 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	/* the histograms: cleared at their phase's first count (count_one) */
 	.pending_zeroed = offsetof(PgssNgPending, hist),
 	.max_pending = PGSS_NG_MAX_PENDING,
+	.hash_fn = stmt_key_hash,
+	.compare_fn = stmt_key_compare,
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
 	.free_cb = stmt_free,
