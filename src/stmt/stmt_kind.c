@@ -619,8 +619,6 @@ pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)
 	bool		first = total_calls(c) == 0 && c->errors == 0;
 	double		old_mean = c->mean_time[phase];
 	int64		n = ++c->calls[phase];
-	PgssNgHistDense one;
-	int			b;
 
 	c->total_time[phase] += ms;
 	if (n == 1)
@@ -642,12 +640,7 @@ pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)
 		c->max_time[phase] = Max(c->max_time[phase], ms);
 	}
 
-	/* a histogram of this one time: only its range is read */
-	b = pgss_ng_hist_bucket(ms);
-	one.count[b] = 1;
-	one.lo = b;
-	one.hi = b + 1;
-	pgss_ng_hist_merge(&sh->hist, phase, &one);
+	pgss_ng_hist_add_one(&sh->hist, phase, pgss_ng_hist_bucket(ms));
 
 	stmt_stamp_changed_at(sh, ref->flush_time);
 	if (phase == PGSS_NG_EXEC)
