@@ -52,12 +52,14 @@
 #define PGSS_NG_KIND_H
 
 #include "datatype/timestamp.h"
+#include "miscadmin.h"
 #include "lib/dshash.h"
 #include "lib/ilist.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "utils/dsa.h"
 #include "utils/hsearch.h"
+#include "utils/resowner.h"
 
 /* Backend-local handle of a kind; its fields are the layer's own. */
 typedef struct PgssNgKind PgssNgKind;
@@ -214,8 +216,51 @@ typedef enum PgssNgCreateResult
  * the work and writes its results back into the struct.
  */
 typedef void (*PgssNgGuardedFn) (void *arg);
+
 extern bool pgss_ng_kind_guard(PgssNgKind *kind, const char *what,
 							   PgssNgGuardedFn fn, void *arg);
+
+/* the guard's state (kind_guard.c): guarded calls in progress, and the
+ * InterruptHoldoffCount seen when the outermost one began */
+extern int	pgss_ng_guard_depth;
+extern uint32 pgss_ng_guard_holdoff;
+extern void pgss_ng_kind_guard_caught(PgssNgKind *kind, MemoryContext oldcxt,
+									  ResourceOwner oldowner,
+									  const char *what);
+
+/*
+ * PGSS_NG_GUARD_BEGIN(kind) ... PGSS_NG_GUARD_END(kind, what, failed)
+ *		pgss_ng_kind_guard() written around a block of code instead of a
+ *		function, for the hot path, where the call through a function
+ *		pointer with its argument struct costs as much again as the guard
+ *		(GCC does not inline a function that calls setjmp).  The block
+ *		must not leave by return, break or goto; after an ERROR, logged
+ *		and swallowed, the statement failed runs.  What the block sets and
+ *		the code after it reads must be volatile, as in any PG_TRY.
+ */
+#define PGSS_NG_GUARD_BEGIN(kind) \
+	do { \
+		MemoryContext pgss_ng_guard_cxt_ = CurrentMemoryContext; \
+		ResourceOwner pgss_ng_guard_owner_ = CurrentResourceOwner; \
+		\
+		if (pgss_ng_guard_depth++ == 0) \
+			pgss_ng_guard_holdoff = InterruptHoldoffCount; \
+		CurrentResourceOwner = NULL; \
+		PG_TRY(); \
+		{
+
+#define PGSS_NG_GUARD_END(kind, what, failed) \
+			CurrentResourceOwner = pgss_ng_guard_owner_; \
+			pgss_ng_guard_depth--; \
+		} \
+		PG_CATCH(); \
+		{ \
+			pgss_ng_kind_guard_caught((kind), pgss_ng_guard_cxt_, \
+									  pgss_ng_guard_owner_, (what)); \
+			failed; \
+		} \
+		PG_END_TRY(); \
+	} while (0)
 
 /* set-up, in the postmaster (kind_shmem.c) */
 extern PgssNgKind *pgss_ng_kind_define(const PgssNgKindDesc *desc);

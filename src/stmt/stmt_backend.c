@@ -419,38 +419,37 @@ parse_guarded(void *arg)
 }
 
 /*
- * push_guarded
- *		Count a->s straight into its shared entry, making it if needed
+ * record_now
+ *		Count s straight into its shared entry (key), making it if needed
  *		(pgss_ng_stmt_lock, pgss_ng_stmt_count_locked), or, if the entry
- *		lock is busy, in new pending data of this backend's, under
- *		pgss_ng_kind_guard().
+ *		lock is busy, in new pending data of this backend's.  False when
+ *		the entry could not be made (the caller counts it as dropped).
+ *		Errors: those of the kind layer and the text arena; called under a
+ *		guard.
  */
-static void
-push_guarded(void *arg)
+static bool
+record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
 {
-	StoreArgs  *a = (StoreArgs *) arg;
-	const PgssNgStore *s = a->s;
 	PgssNgEntryRef ref;
-	PgssNgPending *p;
 
 	if (!pgss_ng_stmt_attach())
-		return;
-	switch (pgss_ng_stmt_lock(&a->key, s->query, s->query_location,
-							  s->query_len, &ref))
+		return true;
+	switch (pgss_ng_stmt_lock(key, s->query, s->query_location, s->query_len,
+							  &ref))
 	{
 		case PGSS_NG_KEY_LOCKED:
 			count_sums(&((PgssNgStmtShared *) ref.shared_data)->counters, s);
 			pgss_ng_stmt_count_locked(&ref, s->phase, s->total_time);
-			break;
+			return true;
 		case PGSS_NG_KEY_BUSY:
-			p = pgss_ng_stmt_keep_pending(&ref, s->query, s->query_location,
-										  s->query_len);
-			count_one(p, s);
-			break;
+			count_one(pgss_ng_stmt_keep_pending(&ref, s->query,
+												s->query_location,
+												s->query_len), s);
+			return true;
 		case PGSS_NG_KEY_FAILED:
-			a->dropped = true;
 			break;
 	}
+	return false;
 }
 
 /*
@@ -493,7 +492,6 @@ pgss_ng_store(const PgssNgStore *s)
 {
 	StoreArgs	a = {.s = s};
 	PgssNgPending *p;
-	PgssNgGuardedFn fn = pending_guarded;
 
 	if (s->queryid == UINT64CONST(0) || pgss_ng_stmt_ctl == NULL)
 		return;
@@ -518,9 +516,18 @@ pgss_ng_store(const PgssNgStore *s)
 		return;
 	}
 	if (s->toplevel || pgss_ng_kind_pending_limit(pgss_ng_stmt_kind) == 0)
-		fn = push_guarded;
-	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement", fn, &a) ||
-		a.dropped)
+	{
+		/* the hot path: its guard written out, not through a function */
+		volatile bool recorded = false;
+
+		PGSS_NG_GUARD_BEGIN(pgss_ng_stmt_kind);
+		recorded = record_now(&a.key, s);
+		PGSS_NG_GUARD_END(pgss_ng_stmt_kind, "record a statement", );
+		if (!recorded)
+			pgss_ng_stmt_count_dropped(1);
+	}
+	else if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
+								 pending_guarded, &a) || a.dropped)
 		pgss_ng_stmt_count_dropped(1);
 }
 
