@@ -675,22 +675,27 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 	workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
 #endif
 	{
-		PgssNgStore s = {
-			.query = queryDesc->sourceText,
-			.query_location = pstmt->stmt_location,
-			.query_len = pstmt->stmt_len,
-			.queryid = pstmt->queryId,
-			.toplevel = exec_nested_level == 0,
-			.phase = PGSS_NG_EXEC,
-			.total_time = totaltime->total * 1000.0,
-			.rows = PGSS_NG_ES_ROWS(estate),
-			.bufusage = &bufusage,
-			.walusage = &walusage,
-			.jitusage = estate->es_jit ? &jit : NULL,
+		PgssNgStore s;
+
+		/* every field, without a designated initializer's memset */
+		s.query = queryDesc->sourceText;
+		s.query_location = pstmt->stmt_location;
+		s.query_len = pstmt->stmt_len;
+		s.queryid = pstmt->queryId;
+		s.toplevel = exec_nested_level == 0;
+		s.jstate = NULL;
+		s.phase = PGSS_NG_EXEC;
+		s.total_time = totaltime->total * 1000.0;
+		s.rows = PGSS_NG_ES_ROWS(estate);
+		s.bufusage = &bufusage;
+		s.walusage = &walusage;
+		s.jitusage = estate->es_jit ? &jit : NULL;
 #if PGSS_NG_HAVE_PARALLEL_WORKERS
-			.parallel = &workers,
+		s.parallel = &workers;
+#else
+		s.parallel = NULL;
 #endif
-		};
+		s.cpu = NULL;
 
 		f = exec_frame(&frame, PGSS_NG_FRAME_END, queryDesc);
 		if (f != NULL)
