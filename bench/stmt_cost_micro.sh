@@ -58,13 +58,14 @@ PORT=${PORT:-54339}
 if [ "$(id -u)" -eq 0 ]; then
 	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" MAX="$MAX" \
 		N1="$N1" N2="$N2" WORKLOADS="$WORKLOADS" PORT="$PORT" \
-		KEEP="${KEEP:-}" PROFILE="${PROFILE:-}" bash "$(readlink -f "$0")"
+		KEEP="${KEEP:-}" PROFILE="${PROFILE:-}" TMPDIR="${TMPDIR:-/tmp}" \
+		bash "$(readlink -f "$0")"
 fi
 command -v valgrind >/dev/null || { echo "stmt_cost_micro.sh: needs valgrind" >&2; exit 2; }
 [ "$N2" -gt "$N1" ] || { echo "stmt_cost_micro.sh: N2 must exceed N1" >&2; exit 2; }
 
 BIN=$("$PG_CONFIG" --bindir)
-WORK=$(mktemp -d /tmp/stmtcost.XXXXXX)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/stmtcost.XXXXXX")
 unset PGUSER PGPASSWORD PGHOST PGPORT || true
 export PGDATABASE=postgres
 RUNNING=()
@@ -116,7 +117,7 @@ prepared_pid()
 	local before
 	before=$(wc -l <"$2/vg.log")
 	"$BIN/pgbench" -n -S -M prepared -c 1 -t "$1" --random-seed=1 \
-		-h "$2" -p "$3" postgres >/dev/null
+		-h "$2" -p "$3" postgres >/dev/null 2>&1
 	tail -n +"$((before + 1))" "$2/vg.log" |
 		sed -n 's/^\([0-9][0-9]*\) .*connection authorized.*application_name=pgbench.*/\1/p' |
 		tail -1
@@ -217,6 +218,8 @@ CONF
 	done
 	for w in $WORKLOADS; do
 		if [ "$w" = prepared ]; then
+			# the same accounts once first: shared buffers are cold after the restart
+			prepared_pid "$N2" "$dir" "$port" >/dev/null
 			echo "$v $w $(prepared_pid "$N1" "$dir" "$port") $(prepared_pid "$N2" "$dir" "$port")" >>"$WORK/pids"
 			continue
 		fi
