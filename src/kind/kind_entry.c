@@ -764,18 +764,21 @@ pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
  * pgss_ng_kind_unlock_key
  *		After pgss_ng_kind_lock_key() returned PGSS_NG_KEY_LOCKED: add uses
  *		to the entry's usage and release its lock (as
- *		pgss_ng_kind_unlock_entry), then the reference of a new entry, and
- *		evict if that creation took live entries past max.  Errors: those
- *		of freeing and eviction, under the caller's guard.
+ *		pgss_ng_kind_unlock_entry); for a new entry, evict if its creation
+ *		took live entries past max (or its text the arena past its mark)
+ *		while its reference keeps it from being the victim, as a pending
+ *		entry's would, then release that reference.  Errors: those of
+ *		freeing and eviction, under the caller's guard.
  */
 void
 pgss_ng_kind_unlock_key(PgssNgEntryRef *ref, double uses)
 {
 	pgss_ng_kind_unlock_entry(ref, uses);
-	if (ref->pinned)
-		kind_release_ref(ref->kind, ref->body, ref->hdr);
+	/* while the reference keeps the new entry from being the victim */
 	if (ref->created)
 		pgss_ng_kind_evict(ref->kind);
+	if (ref->pinned)
+		kind_release_ref(ref->kind, ref->body, ref->hdr);
 }
 
 /*
