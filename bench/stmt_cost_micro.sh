@@ -36,7 +36,9 @@
 # PROFILE=1 adds, for each tracked variant and workload, the functions of
 # the extension (and the hooks' callees it names) with their inclusive
 # instructions per statement (callgrind_annotate --inclusive=yes on both
-# sessions' backends, the difference over N2 - N1).
+# sessions' backends, the difference over N2 - N1), and for each workload
+# every function's exclusive instructions per statement beyond the
+# untracked server's, both variants side by side.
 #
 # Usage (as root or postgres; root re-runs itself as postgres):
 #   PG_CONFIG=/path/to/pg_config [MAX=5000] [N1=200] [N2=2200] \
@@ -154,11 +156,15 @@ tot = 0
 for k in sorted(d):
     m = re.match(r"^(pgss|pgss_ng)_(planner|ExecutorStart|ExecutorRun|"
                  r"ExecutorFinish|ExecutorEnd|ProcessUtility|post_parse_analyze)$", k)
-    if m and d[k] >= 1:
+    if m and d[k] >= 1 and ("standard_" + m.group(2) in d or
+                            m.group(2) == "post_parse_analyze"):
         own = d[k] - d.get("standard_" + m.group(2), 0)
         tot += own
         print("    %10.0f  %s" % (own, k))
-print("    %10.0f  (sum)" % tot)
+if tot == 0:
+    print("    (none: the server's functions have no symbols)")
+else:
+    print("    %10.0f  (sum)" % tot)
 print("    functions, inclusive:")
 keep = re.compile(r"^(pgss|pg_stat_statements|pgss_ng|store_|count_|flush_|find_ref|"
                   r"find_live|call_|next_|begin_|merge_|note_|stmt_|kind_|lookup_|"
@@ -253,5 +259,40 @@ if [ -n "${PROFILE:-}" ]; then
 			echo "$v, $w: inclusive instructions per statement"
 			echo "${PROF[$v.$w]}"
 		done
+	done
+	# exclusive instructions per statement beyond the untracked server, by
+	# function, of both tracked variants side by side
+	for w in $WORKLOADS; do
+		echo "$w: exclusive instructions per statement beyond untracked"
+		python3 - "$WORK" "$w" $((N2 - N1)) <<'PY'
+import re, subprocess, sys, os
+def excl(f):
+    out = subprocess.run(["callgrind_annotate", "--threshold=100", f],
+                         capture_output=True, text=True).stdout
+    r = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+?):(\S+)", line)
+        if m:
+            r[m.group(3)] = r.get(m.group(3), 0) + int(m.group(1).replace(",", ""))
+    return r
+work, w, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+d = {}
+for line in open(os.path.join(work, "pids")):
+    v, ww, a, b = line.split()
+    if ww == w:
+        A, B = excl(f"{work}/{v}/cg.{a}"), excl(f"{work}/{v}/cg.{b}")
+        d[v] = {k: (B.get(k, 0) - A.get(k, 0)) / n for k in set(A) | set(B)}
+u, s, g = d["untracked"], d["pg_stat_statements"], d["pgss_ng"]
+rows = []
+for k in set(u) | set(s) | set(g):
+    es, eg = s.get(k, 0) - u.get(k, 0), g.get(k, 0) - u.get(k, 0)
+    if abs(es) >= 3 or abs(eg) >= 3:
+        rows.append((eg - es, es, eg, k))
+print("    %8s %8s %8s  %s" % ("ng-pgss", "pgss", "pgss_ng", "function"))
+for r in sorted(rows, reverse=True):
+    print("    %8.0f %8.0f %8.0f  %s" % r)
+print("    sum: pgss %.0f, pgss_ng %.0f" % (sum(r[1] for r in rows),
+                                           sum(r[2] for r in rows)))
+PY
 	done
 fi
