@@ -32,6 +32,7 @@ OBJS = \
 	src/stmt/stmt_saved.o \
 	src/stmt/qtext.o \
 	src/stmt/hist.o \
+	src/stmt/hist_store.o \
 	src/stmt/normalize.o \
 	src/kind/kind_shmem.o \
 	src/kind/kind_entry.o \

@@ -16,3 +16,18 @@ CREATE OR REPLACE VIEW pgss_ng AS
   SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
 CREATE OR REPLACE VIEW pgss_ng_detail AS
   SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
+
+-- pgss_ng_info_memory(), and its columns at the end of the view
+-- pgss_ng_info (see pgss_ng--1.1.sql)
+CREATE FUNCTION pgss_ng_info_memory(
+    OUT entry_bytes bigint,
+    OUT qtext_allocated_bytes bigint,
+    OUT hist_bytes bigint,
+    OUT hist_dropped bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_info_memory'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE OR REPLACE VIEW pgss_ng_info AS
+  SELECT * FROM pgss_ng_info(), pgss_ng_info_memory();

@@ -7,6 +7,9 @@
 --     roles may create functions in its schema (an exact match is never
 --     passed over; a same-named function that would also fit a call
 --     relying on defaults could only make creation fail).
+--   * pgss_ng_info_memory(), and its columns at the end of the view
+--     pgss_ng_info: the shared memory of the entries, the texts and the
+--     histograms, and the times not kept in a histogram.
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
@@ -212,8 +215,26 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
+-- The shared memory pgss_ng's data takes, in bytes as DSA allocates
+-- them: entry_bytes (entry bodies, removed ones until freed, and hash
+-- elements), qtext_allocated_bytes (the texts and their dedup elements;
+-- NULL as qtext_bytes is), hist_bytes (the time histograms); hist_dropped:
+-- plannings and executions whose time could not be kept in a histogram
+-- (shared memory short: that entry's quantiles are NULL until its next
+-- min/max reset).  A function of its own: pgss_ng_info() keeps 1.0's
+-- columns (pgss_ng_compat's objects depend on them).
+CREATE FUNCTION pgss_ng_info_memory(
+    OUT entry_bytes bigint,
+    OUT qtext_allocated_bytes bigint,
+    OUT hist_bytes bigint,
+    OUT hist_dropped bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_info_memory'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
 CREATE VIEW pgss_ng_info AS
-  SELECT * FROM pgss_ng_info();
+  SELECT * FROM pgss_ng_info(), pgss_ng_info_memory();
 
 GRANT SELECT ON pgss_ng_info TO PUBLIC;
 

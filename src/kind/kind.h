@@ -279,6 +279,8 @@ extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind,
 extern bool pgss_ng_kind_attach(PgssNgKind *kind);
 extern void pgss_ng_kind_detach(PgssNgKind *kind);
 extern dsa_area *pgss_ng_kind_area(PgssNgKind *kind);
+extern Size pgss_ng_dsa_allocated_size(Size size);
+extern Size pgss_ng_dshash_allocated_size(Size entry_size);
 extern bool pgss_ng_kind_has_pending(PgssNgKind *kind);
 extern bool pgss_ng_kind_exists(PgssNgKind *kind, const void *key);
 extern PgssNgCreateResult pgss_ng_kind_create(PgssNgKind *kind,
@@ -326,6 +328,7 @@ typedef struct PgssNgKindCounters
 {
 	int64		entries;		/* live entries */
 	int64		entries_allocated;	/* live + removed not yet freed */
+	int64		entry_bytes;	/* their bodies and hash elements (DSA) */
 	int64		entries_max;	/* max, as published (one value for all) */
 	int64		dealloc;		/* eviction runs that evicted entries */
 	int64		backstop_skips; /* creations refused at the backstop */

@@ -154,7 +154,9 @@ pgss_ng_kind_update_matching(PgssNgKind *kind, PgssNgMatchFn match,
 /*
  * pgss_ng_kind_counters
  *		Copy the kind-wide counters; each is read atomically, the set is not
- *		a consistent snapshot.
+ *		a consistent snapshot.  entry_bytes is the DSA memory of the bodies
+ *		allocated (removed ones too, until freed) and of the live entries'
+ *		hash elements, at the size DSA allocates them.
  */
 void
 pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
@@ -163,6 +165,11 @@ pgss_ng_kind_counters(PgssNgKind *kind, PgssNgKindCounters *out)
 
 	out->entries = pg_atomic_read_u32(&ctl->entries_live);
 	out->entries_allocated = pg_atomic_read_u32(&ctl->entries_allocated);
+	out->entry_bytes = out->entries_allocated *
+		pgss_ng_dsa_allocated_size(KIND_CHUNK_SIZE(kind)) +
+		out->entries *
+		pgss_ng_dshash_allocated_size(MAXALIGN(kind->desc->key_size) +
+									  sizeof(PgssNgHashEntry));
 	out->entries_max = kind_max(kind);
 	out->dealloc = (int64) pg_atomic_read_u64(&ctl->dealloc);
 	out->entries_evicted = (int64) pg_atomic_read_u64(&ctl->entries_evicted);

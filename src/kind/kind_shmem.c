@@ -315,3 +315,56 @@ pgss_ng_kind_area(PgssNgKind *kind)
 {
 	return kind->area;
 }
+
+/*
+ * DSA's size classes up to its largest (the bytes an allocation of up to
+ * that size takes in a superblock of its class); larger allocations take
+ * whole pages.  The same on PostgreSQL 15 to 18.
+ */
+static const uint16 dsa_classes[] = {
+	8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256,
+	320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1560, 1816, 2048,
+	2616, 3120, 3640, 4096, 5456, 6552, 7280, 8192
+};
+#define DSA_PAGE_BYTES	4096
+
+/*
+ * pgss_ng_dsa_allocated_size
+ *		The bytes a DSA allocation of size bytes takes: its size class, or
+ *		whole pages past the largest one.  For counting what shared memory
+ *		holds (pgss_ng_info), not for allocating.
+ */
+Size
+pgss_ng_dsa_allocated_size(Size size)
+{
+	int			lo = 0;
+	int			hi = lengthof(dsa_classes);
+
+	if (size > dsa_classes[hi - 1])
+		return TYPEALIGN(DSA_PAGE_BYTES, size);
+	/* the first class >= size */
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (dsa_classes[mid] < size)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return dsa_classes[lo];
+}
+
+/*
+ * pgss_ng_dshash_allocated_size
+ *		The bytes a dshash element of entry_size bytes (its key and data)
+ *		takes in DSA: its own allocation, after a header holding the next
+ *		element of its bucket and the key's hash.
+ */
+Size
+pgss_ng_dshash_allocated_size(Size entry_size)
+{
+	return pgss_ng_dsa_allocated_size(MAXALIGN(sizeof(dsa_pointer) +
+											   sizeof(dshash_hash)) +
+									  entry_size);
+}

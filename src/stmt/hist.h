@@ -3,8 +3,9 @@
  * hist.h
  *	  Log-scale time histograms (hist.c): the bucket layout, a dense
  *	  histogram that a backend counts into (PgssNgHistDense), and the pair
- *	  of histograms, execution and planning, kept in a shared entry
- *	  (PgssNgHistPair, 2584 bytes).  Knows nothing of statements or shared
+ *	  of histograms, execution and planning, that a reader copies an
+ *	  entry's into (PgssNgHistPair, 2584 bytes; hist_store.c keeps only
+ *	  what each entry uses).  Knows nothing of statements or shared
  *	  memory: a leaf module used by the statement kind.
  *
  * Bucket layout (DDSketch-style, gamma = 2^(1/7)): bucket 0 holds times
@@ -18,7 +19,7 @@
  * over that whole range, in both histograms at once.
  *
  * Locking: none.  The caller protects the histograms (a pending one is
- * backend-local, a shared pair is under its entry's lock).
+ * backend-local, a pair a reader's copy).
  *
  *-------------------------------------------------------------------------
  */
@@ -50,13 +51,13 @@ typedef struct PgssNgHistDense
 } PgssNgHistDense;
 
 /*
- * The pair kept in a shared entry and in the stats file: every bucket of
- * both histograms has its count (count[which][bucket]), and each
- * histogram has a window [lo, lo + len) of buckets (len 0: empty), so
- * that a reader copies and scans only the window.  Only the counts inside
- * a window are ever read: a merge zeroes the buckets that join the
- * window, and outside it a shared entry's counts may hold anything (a
- * new entry zeroes only lo and len).  Zeroed means empty.
+ * A pair of histograms, as a reader copies an entry's and a record of the
+ * stats file holds them: every bucket of both histograms has its count
+ * (count[which][bucket]), and each histogram has a window [lo, lo + len)
+ * of buckets (len 0: empty), so that a reader scans only the window.
+ * Only the counts inside a window are ever read: a merge zeroes the
+ * buckets that join the window, and outside it the counts may hold
+ * anything.  Zeroed means empty.
  */
 typedef struct PgssNgHistPair
 {

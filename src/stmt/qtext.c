@@ -61,6 +61,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "kind/kind.h"
 #include "pgver.h"
 #include "qtext.h"
 
@@ -102,6 +103,8 @@ typedef struct QtextControl
 	uint64		limit_bytes;	/* fixed at server start */
 	pg_atomic_uint64 charged;	/* node size x users, summed: capped */
 	pg_atomic_uint64 bytes;		/* node sizes of the distinct texts */
+	pg_atomic_uint64 allocated; /* DSA bytes of their nodes and of the
+								 * dedup hash's elements */
 	pg_atomic_uint64 count;		/* distinct texts */
 	pg_atomic_uint64 dropped;	/* texts not stored */
 } QtextControl;
@@ -203,6 +206,7 @@ pgss_ng_qtext_shmem_startup(void)
 		qtext_ctl->limit_bytes = (uint64) qtext_memory_kb * 1024;
 		pg_atomic_init_u64(&qtext_ctl->charged, 0);
 		pg_atomic_init_u64(&qtext_ctl->bytes, 0);
+		pg_atomic_init_u64(&qtext_ctl->allocated, 0);
 		pg_atomic_init_u64(&qtext_ctl->count, 0);
 		pg_atomic_init_u64(&qtext_ctl->dropped, 0);
 	}
@@ -285,6 +289,21 @@ uncharge(Size size)
 }
 
 /*
+ * qtext_allocated_size
+ *		The DSA bytes of a node of size bytes, and of its chain's dedup
+ *		element if it is the only node of its chain.
+ */
+static Size
+qtext_allocated_size(Size size, bool alone)
+{
+	Size		n = pgss_ng_dsa_allocated_size(size);
+
+	if (alone)
+		n += pgss_ng_dshash_allocated_size(sizeof(QtextBucket));
+	return n;
+}
+
+/*
  * pgss_ng_qtext_store
  *		Store len bytes of text, or share the identical text already
  *		stored.  Returns the text's pointer, or InvalidDsaPointer if it
@@ -315,6 +334,7 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len, bool restore)
 	bool		found;
 	dsa_pointer p;
 	QtextNode  *node;
+	Size		allocated;
 
 	/* the cap first, as if the text were new: see the file header */
 	if (!charge(size, restore ? room_floor() : qtext_ctl->limit_bytes))
@@ -367,10 +387,13 @@ pgss_ng_qtext_store(dsa_area *area, const char *text, int len, bool restore)
 	node->len = len;
 	memcpy(node->data, text, len);
 	node->data[len] = '\0';
+	/* a chain's first node keeps its dedup element */
+	allocated = qtext_allocated_size(size, !DsaPointerIsValid(bucket->head));
 	bucket->head = p;
 	dshash_release_lock(dedup, bucket);
 
 	pg_atomic_fetch_add_u64(&qtext_ctl->bytes, size);
+	pg_atomic_fetch_add_u64(&qtext_ctl->allocated, allocated);
 	pg_atomic_fetch_add_u64(&qtext_ctl->count, 1);
 	return p;
 }
@@ -442,6 +465,7 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 	QtextBucket *bucket;
 	dsa_pointer *link;
 	Size		size;
+	Size		allocated;
 
 	if (!DsaPointerIsValid(text))
 		return;
@@ -466,6 +490,7 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 		Assert(DsaPointerIsValid(*link));
 	*link = node->next;
 
+	allocated = qtext_allocated_size(size, !DsaPointerIsValid(bucket->head));
 	if (!DsaPointerIsValid(bucket->head))
 		dshash_delete_entry(dedup, bucket);
 	else
@@ -473,6 +498,7 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 
 	dsa_free(area, text);
 	pg_atomic_fetch_sub_u64(&qtext_ctl->bytes, (int64) size);
+	pg_atomic_fetch_sub_u64(&qtext_ctl->allocated, allocated);
 	pg_atomic_fetch_sub_u64(&qtext_ctl->count, 1);
 	uncharge(size);
 }
@@ -500,12 +526,13 @@ pgss_ng_qtext_needs_room(bool starting)
 /*
  * pgss_ng_qtext_stats
  *		Copy the arena's counters (atomic reads, each exact, not a snapshot
- *		of all four at one instant).
+ *		of all of them at one instant).
  */
 void
 pgss_ng_qtext_stats(PgssNgQtextStats *stats)
 {
 	stats->bytes = (int64) pg_atomic_read_u64(&qtext_ctl->bytes);
+	stats->allocated_bytes = (int64) pg_atomic_read_u64(&qtext_ctl->allocated);
 	stats->limit_bytes = (int64) qtext_ctl->limit_bytes;
 	stats->count = (int64) pg_atomic_read_u64(&qtext_ctl->count);
 	stats->dropped = (int64) pg_atomic_read_u64(&qtext_ctl->dropped);

@@ -27,6 +27,8 @@
 typedef struct PgssNgQtextStats
 {
 	int64		bytes;			/* bytes of stored texts and their headers */
+	int64		allocated_bytes;	/* DSA bytes of those and of the dedup
+									 * hash's elements */
 	int64		limit_bytes;	/* pgss_ng.query_text_memory in bytes */
 	int64		count;			/* distinct texts stored */
 	int64		dropped;		/* texts that could not be stored */

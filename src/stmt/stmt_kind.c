@@ -82,9 +82,6 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
 	.key_size = sizeof(PgssNgStmtKey),
 	.shared_size = sizeof(PgssNgStmtShared),
-	/* the histogram counts: only their windows are read (hist.c) */
-	.shared_zeroed = offsetof(PgssNgStmtShared, hist) +
-	offsetof(PgssNgHistPair, count),
 	.pending_size = sizeof(PgssNgPending),
 	/* the histograms: cleared at their phase's first count (count_one) */
 	.pending_zeroed = offsetof(PgssNgPending, hist),
@@ -215,6 +212,7 @@ pgss_ng_stmt_shmem_startup(void)
 	{
 		SpinLockInit(&pgss_ng_stmt_ctl->mutex);
 		pgss_ng_stmt_ctl->dropped = 0;
+		pgss_ng_hist_store_stats_init(&pgss_ng_stmt_ctl->hist);
 		pgss_ng_stmt_ctl->stats_reset = GetCurrentTimestamp();
 		pgss_ng_stmt_ctl->loaded = false;
 		pg_atomic_init_u32(&pgss_ng_stmt_ctl->nattached, 0);
@@ -285,7 +283,8 @@ stmt_needs_room(PgssNgKind *kind, bool starting)
 
 /*
  * stmt_free
- *		Free callback: release the entry's query text.
+ *		Free callback: release the entry's query text and free its
+ *		histograms' chunk.
  */
 static void
 stmt_free(PgssNgKind *kind, void *shared_data)
@@ -294,6 +293,35 @@ stmt_free(PgssNgKind *kind, void *shared_data)
 
 	pgss_ng_qtext_release(pgss_ng_kind_area(kind), sh->qtext);
 	sh->qtext = InvalidDsaPointer;
+	pgss_ng_hist_store_free(pgss_ng_kind_area(kind), &sh->hist,
+							&pgss_ng_stmt_ctl->hist);
+}
+
+/*
+ * stmt_may_alloc_hist
+ *		Whether a histogram chunk may be tried now: not while the kind's
+ *		allocation back-off lasts (shared memory ran out a moment ago).
+ */
+static bool
+stmt_may_alloc_hist(void)
+{
+	return !pgss_ng_kind_alloc_backing_off(pgss_ng_stmt_kind);
+}
+
+/*
+ * pgss_ng_stmt_merge_hist
+ *		Add the calls of add to the entry's time histograms (hist_store.c),
+ *		before its min/max take those calls in: a histogram of up to two
+ *		calls keeps none but them.  Entry lock held exclusively.
+ *		Errors: only from dsa, before anything changed.
+ */
+void
+pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh, const PgssNgHistAdd *add)
+{
+	pgss_ng_hist_store_merge(pgss_ng_kind_area(pgss_ng_stmt_kind), &sh->hist,
+							 &pgss_ng_stmt_ctl->hist, add,
+							 sh->counters.min_time, sh->counters.max_time,
+							 stmt_may_alloc_hist);
 }
 
 /*
@@ -414,22 +442,25 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	/*
 	 * Counts begun before a min/max reset hold a call that ended before it
 	 * (a pending entry is made when its first call ends): their min/max
-	 * must not become the new ones.  The calls still count.
+	 * must not become the new ones, nor their times the histograms'.  The
+	 * calls still count.  The histograms first: only they may raise an
+	 * ERROR (a chunk's allocation), and then nothing has changed.
 	 */
 	fresh = ref->pending_since >= sh->minmax_reset_at;
+	if (fresh && total_calls(c) > 0)
+	{
+		PgssNgHistAdd add = {0};
+
+		/* a phase's dense histogram is valid once the phase has a call */
+		if (c->calls[PGSS_NG_PLAN] > 0)
+			pgss_ng_hist_add_dense(&add, PGSS_NG_PLAN, &p->hist[PGSS_NG_PLAN]);
+		if (c->calls[PGSS_NG_EXEC] > 0)
+			pgss_ng_hist_add_dense(&add, PGSS_NG_EXEC, &p->hist[PGSS_NG_EXEC]);
+		pgss_ng_stmt_merge_hist(sh, &add);
+	}
 	minmax[PGSS_NG_PLAN] = fresh;
 	minmax[PGSS_NG_EXEC] = fresh;
 	pgss_ng_stmt_merge(sh, c, minmax);
-	if (fresh)
-	{
-		/* a phase's histogram is valid once the phase has a call */
-		if (c->calls[PGSS_NG_PLAN] > 0)
-			pgss_ng_hist_merge(&sh->hist, PGSS_NG_PLAN,
-							   &p->hist[PGSS_NG_PLAN]);
-		if (c->calls[PGSS_NG_EXEC] > 0)
-			pgss_ng_hist_merge(&sh->hist, PGSS_NG_EXEC,
-							   &p->hist[PGSS_NG_EXEC]);
-	}
 	if (first && uses > 0)
 		uses -= 1;
 	stmt_stamp_changed_at(sh, ref->flush_time);

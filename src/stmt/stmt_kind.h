@@ -266,6 +266,8 @@ typedef struct PgssNgInfoSnapshot
 	int64		dropped;		/* plannings/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 	PgssNgQtextStats qtext;		/* the text arena */
+	int64		hist_bytes;		/* the time histograms' chunks */
+	int64		hist_dropped;	/* times not kept in a histogram */
 } PgssNgInfoSnapshot;
 
 /*

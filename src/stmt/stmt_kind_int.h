@@ -10,9 +10,10 @@
  * Locking: PgssNgStmtShared is protected by its entry lock (kind layer),
  * but qtext_failed, set before the entry is published and cleared once
  * under the lock, may be read without it (a true read is checked again
- * under the lock); PgssNgStmtControl by its spinlock, except loaded (the
- * writer's alone) and npartial/partial (<name>_dealloc: written holding
- * it exclusively, read in the restore bracket).
+ * under the lock); PgssNgStmtControl by its spinlock, except hist
+ * (atomics), loaded (the writer's alone) and npartial/partial
+ * (<name>_dealloc: written holding it exclusively, read in the restore
+ * bracket).
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +24,7 @@
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
+#include "hist_store.h"
 #include "stmt_kind.h"
 
 /* Kind data of a shared statement entry. */
@@ -44,8 +46,8 @@ typedef struct PgssNgStmtShared
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
-	/* last: only pgss_ng_detail's read copies (the used part of) it */
-	PgssNgHistPair hist;		/* times since minmax_stats_since, by phase */
+	/* times since minmax_stats_since, by phase (hist_store.c) */
+	PgssNgHistStore hist;
 } PgssNgStmtShared;
 
 /*
@@ -75,7 +77,7 @@ typedef struct PgssNgResetFilter
 /*
  * The statement kind's control block, in main shared memory: its info
  * counters (those of pgss_ng_info that are not the kind layer's or the
- * text arena's), whether the stats file was loaded, the number of
+ * text arena's; the histograms' are atomics), whether the stats file was loaded, the number of
  * attached processes, and the partial resets made since shared memory was
  * made, which a restore must not undo (stmt_read.c records them,
  * stmt_saved.c reads them, both under <name>_dealloc: exclusively, and
@@ -85,6 +87,7 @@ typedef struct PgssNgStmtControl
 {
 	slock_t		mutex;
 	int64		dropped;		/* plans/executions not recorded */
+	PgssNgHistStats hist;		/* the histograms' chunks (atomics) */
 	TimestampTz stats_reset;	/* last full reset */
 	bool		loaded;			/* the writer has read the stats file */
 	pg_atomic_uint32 nattached; /* see pgss_ng_stmt_attach */
@@ -158,6 +161,8 @@ extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
 							   const PgssNgCounters *src,
 							   const bool *src_minmax);
+extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
+									const PgssNgHistAdd *add);
 
 /* stmt_evicted.c: the evicted remainder and the eviction log */
 extern void pgss_ng_evicted_init(void);

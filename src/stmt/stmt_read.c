@@ -54,9 +54,10 @@ typedef struct ReadState
  *		analysis) or it has not changed since changed_since (changed_at
  *		earlier).  Returns whether it was copied.  Runs with the entry lock
  *		and its partition lock held shared, so it only copies; growing the
- *		text buffer may raise an out-of-memory ERROR, which aborts the
- *		reader's transaction and releases the locks.  Memory: the buffer
- *		lives in the reader's context.
+ *		text buffer (out of memory) or mapping the segment of a text or a
+ *		histogram may raise an ERROR, which aborts the reader's transaction
+ *		and releases the locks.  Memory: the buffer lives in the reader's
+ *		context.
  */
 static bool
 read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
@@ -74,7 +75,9 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->counters = sh->counters;
 	memcpy(st->have_minmax, sh->have_minmax, sizeof(sh->have_minmax));
 	if (st->what & PGSS_NG_READ_QUANTILES)
-		pgss_ng_hist_copy_used(&st->hist, &sh->hist);
+		pgss_ng_hist_store_copy(pgss_ng_kind_area(kind), &sh->hist,
+								sh->counters.min_time, sh->counters.max_time,
+								&st->hist);
 	es->encoding = sh->encoding;
 	es->stats_since = sh->stats_since;
 	es->minmax_stats_since = sh->minmax_stats_since;
@@ -207,7 +210,8 @@ reset_match(const void *key, void *arg)
 /*
  * reset_minmax
  *		Update callback: restart the min/max and the histograms of plan and
- *		exec times; entry lock held exclusively.  The next flushed call
+ *		exec times (their chunk freed); entry lock held exclusively.  The
+ *		next flushed call
  *		sets them again; a pending entry made before now brings no min/max
  *		and nothing into the histograms (stmt_flush_pending).  The entry
  *		changed (stmt_stamp_changed).
@@ -225,7 +229,8 @@ reset_minmax(void *shared_data, void *arg)
 		sh->counters.max_time[k] = 0;
 		sh->have_minmax[k] = false;
 	}
-	memset(&sh->hist, 0, sizeof(sh->hist));
+	pgss_ng_hist_store_free(pgss_ng_kind_area(pgss_ng_stmt_kind), &sh->hist,
+							&pgss_ng_stmt_ctl->hist);
 	sh->minmax_stats_since = f->now;
 	sh->minmax_reset_at = f->now;
 	stmt_stamp_changed(sh);
@@ -269,6 +274,7 @@ reset_locked(void *arg)
 		ctl->dropped = 0;
 		ctl->stats_reset = r->now;
 		SpinLockRelease(&ctl->mutex);
+		pg_atomic_write_u64(&ctl->hist.dropped, 0);
 		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
 		pgss_ng_qtext_reset_dropped();
 	}
@@ -284,8 +290,8 @@ reset_locked(void *arg)
  *		databases are mixed, when it may hold theirs).  Resetting
  *		everything also restarts the event counters of pgss_ng_info
  *		(dealloc, entries_evicted, dropped, backstop_skips, qtext_dropped,
- *		eviction_time, stats_reset), and stops a restore in progress
- *		(stmt_saved.c).  All of it in one step under <name>_dealloc
+ *		hist_dropped, eviction_time, stats_reset), and stops a restore in
+ *		progress (stmt_saved.c).  All of it in one step under <name>_dealloc
  *		(reset_locked).  Counts still pending in other backends for
  *		removed entries are discarded when they flush: they were made
  *		before the reset.  Returns the time of the reset.  Locks: the kind
@@ -336,12 +342,16 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
+	out->hist_bytes = (int64) pg_atomic_read_u64(&pgss_ng_stmt_ctl->hist.bytes);
+	out->hist_dropped =
+		(int64) pg_atomic_read_u64(&pgss_ng_stmt_ctl->hist.dropped);
 }
 
 /*
  * histograms_visit
  *		pgss_ng_kind_read visitor: copy the entry's histograms.  Entry lock
- *		and partition lock held shared.
+ *		and partition lock held shared; mapping a segment may raise an
+ *		ERROR (the reader's).
  */
 static bool
 histograms_visit(PgssNgKind *kind, const void *key, const void *shared_data,
@@ -349,7 +359,9 @@ histograms_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 
-	pgss_ng_hist_copy_used((PgssNgHistPair *) arg, &sh->hist);
+	pgss_ng_hist_store_copy(pgss_ng_kind_area(kind), &sh->hist,
+							sh->counters.min_time, sh->counters.max_time,
+							(PgssNgHistPair *) arg);
 	return true;
 }
 

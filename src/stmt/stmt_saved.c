@@ -58,6 +58,7 @@ typedef struct SaveState
 	PgssNgSavedRecordFn fn;
 	void	   *arg;
 	StringInfoData buf;			/* reused for each entry */
+	PgssNgHistPair hist;		/* an entry's histograms, copied */
 } SaveState;
 
 /*
@@ -68,6 +69,7 @@ typedef struct StmtRestore
 {
 	PgssNgRestore *rs;
 	const PgssNgStmtRecord *rec;
+	const PgssNgHistPair *hist; /* its histograms' windows */
 	const char *text;			/* its text (rec->qlen bytes), or NULL */
 	bool		text_dropped;	/* set by stmt_restore_init */
 } StmtRestore;
@@ -273,9 +275,10 @@ pgss_ng_stmt_set_loaded(void)
 /*
  * save_visit
  *		pgss_ng_kind_foreach visitor of pgss_ng_stmt_save_records: build the
- *		record of one entry, its text after it, and hand it to the caller's
- *		function with the entry's usage.  Entry lock and partition lock
- *		held shared.  Memory: the state's buffer; the text's copy is freed.
+ *		record of one entry, its histograms' counts and its text after it,
+ *		and hand it to the caller's function with the entry's usage.  Entry
+ *		lock and partition lock held shared.  Memory: the state's buffer;
+ *		the text's copy is freed.
  */
 static bool
 save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
@@ -285,6 +288,7 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	PgssNgStmtRecord rec;
 	int			qlen;
+	int			w;
 	char	   *text = pgss_ng_qtext_copy(pgss_ng_kind_area(kind), sh->qtext,
 										  &qlen);
 
@@ -292,7 +296,15 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	memcpy(&rec.key, key, sizeof(PgssNgStmtKey));
 	rec.counters = sh->counters;
 	memcpy(rec.have_minmax, sh->have_minmax, sizeof(rec.have_minmax));
-	pgss_ng_hist_copy_used(&rec.hist, &sh->hist);	/* zeros outside */
+	pgss_ng_hist_store_copy(pgss_ng_kind_area(kind), &sh->hist,
+							sh->counters.min_time, sh->counters.max_time,
+							&ss->hist);
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+	{
+		rec.hist_lost[w] = sh->hist.lost[w];
+		rec.hist_lo[w] = ss->hist.lo[w];
+		rec.hist_len[w] = ss->hist.len[w];
+	}
 	rec.encoding = sh->encoding;
 	rec.qlen = text ? qlen : -1;
 	rec.stats_since = sh->stats_since;
@@ -302,6 +314,10 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 
 	resetStringInfo(&ss->buf);
 	appendBinaryStringInfo(&ss->buf, (const char *) &rec, sizeof(rec));
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+		appendBinaryStringInfo(&ss->buf,
+							   (const char *) &ss->hist.count[w][rec.hist_lo[w]],
+							   rec.hist_len[w] * sizeof(uint32));
 	if (text)
 	{
 		appendBinaryStringInfo(&ss->buf, text, rec.qlen);
@@ -322,23 +338,51 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 void
 pgss_ng_stmt_save_records(PgssNgSavedRecordFn fn, void *arg)
 {
-	SaveState	ss = {.fn = fn, .arg = arg};
+	/* too big for the stack: the histograms' copy is 2.5 kB */
+	SaveState  *ss = palloc(sizeof(SaveState));
 
-	initStringInfo(&ss.buf);
-	pgss_ng_kind_foreach(pgss_ng_stmt_kind, save_visit, NULL, &ss);
-	pfree(ss.buf.data);
+	ss->fn = fn;
+	ss->arg = arg;
+	initStringInfo(&ss->buf);
+	pgss_ng_kind_foreach(pgss_ng_stmt_kind, save_visit, NULL, ss);
+	pfree(ss->buf.data);
+	pfree(ss);
+}
+
+/*
+ * restore_hist
+ *		Add a saved record's histograms (hist, its windows) to an entry's,
+ *		before its min/max take the record's in (pgss_ng_stmt_merge_hist);
+ *		a histogram the record lost is lost in the entry too.  Entry lock
+ *		held exclusively, or the entry not published yet.  Errors: only
+ *		from dsa, before anything changed.
+ */
+static void
+restore_hist(PgssNgStmtShared *sh, const PgssNgStmtRecord *rec,
+			 const PgssNgHistPair *hist)
+{
+	PgssNgHistAdd add;
+
+	pgss_ng_hist_add_pair(&add, hist);
+	pgss_ng_stmt_merge_hist(sh, &add);
+	for (int w = 0; w < PGSS_NG_HIST_NHIST; w++)
+		if (rec->hist_lost[w])
+			pgss_ng_hist_store_lose(pgss_ng_kind_area(pgss_ng_stmt_kind),
+									&sh->hist, &pgss_ng_stmt_ctl->hist, w);
 }
 
 /*
  * stmt_restore_init
- *		Init callback of a restored entry: counters, timestamps and text as
- *		saved; changed now (stamped again once published: see
+ *		Init callback of a restored entry: counters, histograms, timestamps
+ *		and text as saved; changed now (stamped again once published: see
  *		restore_guarded).  The text is stored only where it does not make
  *		the arena need room (pgss_ng_qtext_store with restore): one that
  *		does not fit is dropped (ra->text_dropped; counted in
- *		qtext_dropped) and the entry kept.  Runs before the entry is published, inside the
- *		restore bracket (<name>_dealloc shared); raises an ERROR only if
- *		the text arena's dedup hash runs out of memory.
+ *		qtext_dropped) and the entry kept; histograms without room are
+ *		lost (hist_store.h).  Runs before the entry is published, inside
+ *		the restore bracket (<name>_dealloc shared); raises an ERROR only
+ *		if the text arena's dedup hash runs out of memory or dsa cannot
+ *		make a segment (the body is given back, with what it holds).
  */
 static bool
 stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
@@ -348,7 +392,7 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 
 	sh->counters = ra->rec->counters;
 	memcpy(sh->have_minmax, ra->rec->have_minmax, sizeof(sh->have_minmax));
-	sh->hist = ra->rec->hist;
+	restore_hist(sh, ra->rec, ra->hist);
 	sh->encoding = ra->rec->encoding;
 	sh->stats_since = ra->rec->stats_since;
 	sh->minmax_stats_since = ra->rec->minmax_stats_since;
@@ -364,19 +408,21 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 
 /*
  * stmt_merge_saved
- *		Update callback: merge a saved record's counters into an entry that
- *		a backend made after the start but before the record was read; the
- *		older stats_since and the later last_executed win; the entry
- *		changed.  Entry lock held exclusively.
+ *		Update callback: merge a saved record's counters and histograms
+ *		into an entry that a backend made after the start but before the
+ *		record was read (arg: the StmtRestore); the older stats_since and
+ *		the later last_executed win; the entry changed.  Entry lock held
+ *		exclusively.  Errors: as restore_hist's.
  */
 static void
 stmt_merge_saved(void *shared_data, void *arg)
 {
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) shared_data;
-	const PgssNgStmtRecord *rec = (const PgssNgStmtRecord *) arg;
+	const StmtRestore *r = (const StmtRestore *) arg;
+	const PgssNgStmtRecord *rec = r->rec;
 
+	restore_hist(sh, rec, r->hist);
 	pgss_ng_stmt_merge(sh, &rec->counters, rec->have_minmax);
-	pgss_ng_hist_merge_pair(&sh->hist, &rec->hist);
 	sh->stats_since = Min(sh->stats_since, rec->stats_since);
 	sh->minmax_stats_since = Min(sh->minmax_stats_since,
 								 rec->minmax_stats_since);
@@ -438,7 +484,7 @@ restore_guarded(void *arg)
 		case PGSS_NG_EXISTS:
 			/* a backend was faster: add the saved counts to its entry */
 			restored = pgss_ng_kind_update(kind, &rec->key, stmt_merge_saved,
-										   unconstify(PgssNgStmtRecord *, rec));
+										   r);
 			break;
 		default:
 			restored = false;
@@ -453,23 +499,41 @@ restore_guarded(void *arg)
 
 /*
  * read_record
- *		Copy the fixed part of a record of len bytes (its text included)
- *		into *rec and point *text at its text (NULL: none); false if the
- *		record is malformed.
+ *		Copy the fixed part of a record of len bytes (its histograms' counts
+ *		and text included) into *rec, its histograms into *hist (if not
+ *		NULL; only their windows are set) and point *text at its text
+ *		(NULL: none); false if the record is malformed.
  */
 static bool
 read_record(const char *data, Size len, PgssNgStmtRecord *rec,
-			const char **text)
+			PgssNgHistPair *hist, const char **text)
 {
+	Size		counts = 0;
+	const char *p = data + sizeof(PgssNgStmtRecord);
+	int			w;
+
 	if (len < sizeof(PgssNgStmtRecord))
 		return false;
 	memcpy(rec, data, sizeof(PgssNgStmtRecord));
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+	{
+		if (rec->hist_lo[w] + rec->hist_len[w] > PGSS_NG_HIST_NBUCKETS)
+			return false;
+		counts += rec->hist_len[w] * sizeof(uint32);
+	}
 	if (rec->qlen < -1 ||
-		len != sizeof(PgssNgStmtRecord) + Max(rec->qlen, 0) ||
-		!PG_VALID_BE_ENCODING(rec->encoding) ||
-		!pgss_ng_hist_valid(&rec->hist))
+		len != sizeof(PgssNgStmtRecord) + counts + Max(rec->qlen, 0) ||
+		!PG_VALID_BE_ENCODING(rec->encoding))
 		return false;
-	*text = rec->qlen >= 0 ? data + sizeof(PgssNgStmtRecord) : NULL;
+	for (w = 0; w < PGSS_NG_HIST_NHIST && hist != NULL; w++)
+	{
+		hist->lo[w] = rec->hist_lo[w];
+		hist->len[w] = rec->hist_len[w];
+		memcpy(&hist->count[w][rec->hist_lo[w]], p,
+			   rec->hist_len[w] * sizeof(uint32));
+		p += rec->hist_len[w] * sizeof(uint32);
+	}
+	*text = rec->qlen >= 0 ? data + sizeof(PgssNgStmtRecord) + counts : NULL;
 	return true;
 }
 
@@ -485,7 +549,7 @@ pgss_ng_stmt_record_wellformed(const char *data, Size len)
 	PgssNgStmtRecord rec;
 	const char *text;
 
-	return read_record(data, len, &rec, &text);
+	return read_record(data, len, &rec, NULL, &text);
 }
 
 /*
@@ -504,12 +568,13 @@ void
 pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data, Size len)
 {
 	PgssNgStmtRecord rec;
-	StmtRestore r = {.rs = rs, .rec = &rec};
+	PgssNgHistPair hist;
+	StmtRestore r = {.rs = rs, .rec = &rec, .hist = &hist};
 	Size		counted = rs->restored + rs->skipped;
 
 	if (rs->reset)
 		return;
-	if (!read_record(data, len, &rec, &r.text))
+	if (!read_record(data, len, &rec, &hist, &r.text))
 		elog(ERROR, "pgss_ng restore of a malformed record");
 
 	/* a forged or damaged text must never make the view fail: skip it */

@@ -11,8 +11,9 @@
  *	  (PGSS_NG_FILE_VERSION), uint32 PostgreSQL major version, uint32 size
  *	  of the info block, uint32 size of an entry record (its fixed part),
  *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
- *	  record uint32 length + the record (PgssNgStmtRecord, then qlen bytes
- *	  of query text), then the evicted remainder: uint32 size of a row
+ *	  record uint32 length + the record (PgssNgStmtRecord, then the counts
+ *	  of its histograms' windows, then qlen bytes of query text), then the
+ *	  evicted remainder: uint32 size of a row
  *	  (PgssNgEvictedRow, stmt_kind.h), uint32 number of rows and the rows,
  *	  and last the CRC-32C of all the bytes before it.
  *	  A file is only read back by the same format version, PostgreSQL
@@ -21,8 +22,8 @@
  *
  * Changing the format
  *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord,
- *	  PgssNgEvictedRow or what they contain (PgssNgStmtKey, PgssNgCounters,
- *	  PgssNgHistPair) bumps
+ *	  PgssNgEvictedRow or what they contain (PgssNgStmtKey, PgssNgCounters)
+ *	  or follows a record (its histograms' counts) bumps
  *	  PGSS_NG_FILE_VERSION, and records the new layout below it: on 64-bit
  *	  builds stmt_saved.c compares the sizes and a fingerprint of the
  *	  members' names and offsets with these constants at compile time, so
@@ -52,20 +53,22 @@
  * histograms of 322 buckets from 8 ns, both kept whole (PgssNgHistPair of
  * 2584 bytes); 8: plus eviction_ns (pgss_ng_info.eviction_time) in the
  * info block; 9: the evicted remainder after the records, and
- * last_eviction in the info block.
+ * last_eviction in the info block; 10: a record holds its histograms'
+ * windows only (their bounds in the record, their counts after it), and
+ * whether each histogram was lost.
  */
-#define PGSS_NG_FILE_VERSION	9
+#define PGSS_NG_FILE_VERSION	10
 
 /*
- * The layout of version 9 on 64-bit builds (checked in stmt_saved.c):
+ * The layout of version 10 on 64-bit builds (checked in stmt_saved.c):
  * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord),
  * sizeof(PgssNgEvictedRow) and the fingerprint
  * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
  * of what it contains.
  */
 #define PGSS_NG_SAVED_INFO_SIZE		56
-#define PGSS_NG_STMT_RECORD_SIZE	3080
-#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(367549)
+#define PGSS_NG_STMT_RECORD_SIZE	504
+#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(210014)
 #define PGSS_NG_EVICTED_ROW_SIZE	464
 
 /*
@@ -84,15 +87,19 @@ typedef struct PgssNgSavedInfo
 } PgssNgSavedInfo;
 
 /*
- * One saved statement entry, written as the struct is; qlen bytes of query
- * text follow it (qlen -1: no text).
+ * One saved statement entry, written as the struct is; the counts of its
+ * histograms' windows follow it (hist_len[0] + hist_len[1] uint32, the
+ * planning histogram's first, as in PgssNgHistPair), then qlen bytes of
+ * query text (qlen -1: no text).
  */
 typedef struct PgssNgStmtRecord
 {
 	PgssNgStmtKey key;
 	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMPHASE];
-	PgssNgHistPair hist;
+	bool		hist_lost[PGSS_NG_HIST_NHIST];	/* see hist_store.h */
+	uint16		hist_lo[PGSS_NG_HIST_NHIST];	/* each histogram's window */
+	uint16		hist_len[PGSS_NG_HIST_NHIST];	/* (0: empty) */
 	int32		encoding;
 	int32		qlen;
 	TimestampTz stats_since;
@@ -113,7 +120,9 @@ typedef struct PgssNgStmtRecord
 	(PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, key) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, counters) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, have_minmax) + \
-	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, hist) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, hist_lost) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, hist_lo) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, hist_len) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, encoding) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, qlen) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, stats_since) + \
@@ -132,10 +141,7 @@ typedef struct PgssNgStmtRecord
 	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, sum_var_time) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, cpu_samples) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, user_time) + \
-	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, system_time) + \
-	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, lo) + \
-	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, len) + \
-	 PGSS_NG_LAYOUT_TERM(PgssNgHistPair, count) \
+	 PGSS_NG_LAYOUT_TERM(PgssNgCounters, system_time) \
 	 PGSS_NG_SUM_COUNTERS(PGSS_NG_COUNTER_TERM) \
 	 PGSS_NG_OWN_COUNTERS(PGSS_NG_COUNTER_TERM))
 

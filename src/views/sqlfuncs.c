@@ -4,8 +4,9 @@
  *	  SQL-callable functions: pgss_ng(showtext, changed_since) (the
  *	  counters) and pgss_ng_detail(showtext, changed_since) (the same rows,
  *	  with when each entry last ran, its time quantiles and its CPU
- *	  times), pgss_ng_reset(...), pgss_ng_info(), pgss_ng_evicted(),
- *	  pgss_ng_evictions() and the time histograms of one entry,
+ *	  times), pgss_ng_reset(...), pgss_ng_info(), pgss_ng_info_memory(),
+ *	  pgss_ng_evicted(), pgss_ng_evictions() and the time histograms of
+ *	  one entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
  * Privileges follow pg_stat_statements, one rule: every role sees every
@@ -64,6 +65,7 @@ PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_detail);
 PG_FUNCTION_INFO_V1(pgss_ng_reset);
 PG_FUNCTION_INFO_V1(pgss_ng_info);
+PG_FUNCTION_INFO_V1(pgss_ng_info_memory);
 PG_FUNCTION_INFO_V1(pgss_ng_evicted);
 PG_FUNCTION_INFO_V1(pgss_ng_evictions);
 PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
@@ -736,6 +738,53 @@ Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	return pgss_ng_views_info(fcinfo);
+}
+
+/*
+ * pgss_ng_info_memory
+ *		One row: the shared memory pgss_ng's data takes (entry_bytes,
+ *		qtext_allocated_bytes, hist_bytes) and the times not kept in a
+ *		histogram (hist_dropped); the view pgss_ng_info shows them after
+ *		pgss_ng_info()'s columns.  qtext_allocated_bytes is NULL for roles
+ *		without the privileges of pg_read_all_stats, as qtext_bytes is.
+ *		Errors: library not preloaded; a declaration of other columns.
+ */
+Datum
+pgss_ng_info_memory(PG_FUNCTION_ARGS)
+{
+	static const PgssNgColumn columns[] = {
+		{"entry_bytes", INT8OID}, {"qtext_allocated_bytes", INT8OID},
+		{"hist_bytes", INT8OID}, {"hist_dropped", INT8OID}
+	};
+	TupleDesc	tupdesc;
+	PgssNgResultMap rm;
+	Datum		values_made[lengthof(columns)];
+	bool		nulls_made[lengthof(columns)];
+	Datum	   *values = values_made;
+	bool	   *nulls = nulls_made;
+	PgssNgInfoSnapshot info;
+
+	check_loaded();
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
+					   NULL);
+
+	pgss_ng_stmt_info(&info);
+
+	memset(nulls_made, 0, sizeof(nulls_made));
+	values[0] = Int64GetDatum(info.kind.entry_bytes);
+	/* the texts': see pgss_ng_views_info */
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		values[1] = Int64GetDatum(info.qtext.allocated_bytes);
+	else
+		nulls[1] = true;
+	values[2] = Int64GetDatum(info.hist_bytes);
+	values[3] = Int64GetDatum(info.hist_dropped);
+
+	pgss_ng_result_project(&rm, &values, &nulls);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /*
