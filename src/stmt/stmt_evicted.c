@@ -58,6 +58,13 @@
 /* Rows of the hash table; rows beyond it go to the overflow rows. */
 #define PGSS_NG_EVICTED_ROWS	1000
 
+/*
+ * Rows allocated at start; the others as rows are made, in the space
+ * reserved for all of them (a server has a few (userid, dbid) pairs, and
+ * 464 kB of rows nobody uses is memory taken for nothing).
+ */
+#define PGSS_NG_EVICTED_ROWS_FIRST	16
+
 #define EVICTED_LOCK_NAME		"pgss_ng_evicted"
 
 /*
@@ -167,7 +174,8 @@ pgss_ng_evicted_shmem_startup(void)
 	info.keysize = sizeof(PgssNgStmtKey);
 	info.entrysize = sizeof(PgssNgEvictedRow);
 	evicted_hash = ShmemInitHash("pgss_ng evicted rows",
-								 PGSS_NG_EVICTED_ROWS, PGSS_NG_EVICTED_ROWS,
+								 PGSS_NG_EVICTED_ROWS_FIRST,
+								 PGSS_NG_EVICTED_ROWS,
 								 &info, HASH_ELEM | HASH_BLOBS);
 }
 
