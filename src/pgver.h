@@ -203,6 +203,24 @@
 #endif
 
 /*
+ * DSA segment sizes: from 17 an area can be made with its own first and
+ * largest DSM segment sizes (dsa_create_in_place_ext); before, every area
+ * grows by segments of 1 MB, 2 MB, 2 MB, 4 MB, 4 MB... (the sizes are
+ * ignored).  PGSS_NG_DSA_SIZES_SET says whether they are used.
+ */
+#if PG_VERSION_NUM >= 170000
+#define PGSS_NG_DSA_SIZES_SET	1
+#define pgss_ng_dsa_create_in_place(place, size, tranche, first, largest) \
+	dsa_create_in_place_ext((place), (size), (tranche), NULL, (first), \
+							(largest))
+#else
+#define PGSS_NG_DSA_SIZES_SET	0
+#define pgss_ng_dsa_create_in_place(place, size, tranche, first, largest) \
+	((void) (first), (void) (largest), \
+	 dsa_create_in_place((place), (size), (tranche), NULL))
+#endif
+
+/*
  * The postmaster's list of registered background workers
  * (postmaster/bgworker_internals.h, which the user includes): an slist up
  * to 17, a dlist from 18.  PGSS_NG_BGWORKER_ITER declares an iterator,

@@ -35,6 +35,22 @@
 #define PGSS_NG_DSA_INIT_SIZE	(256 * 1024)
 
 /*
+ * DSM segments the area grows by (where the server lets it choose:
+ * pgver.h): the first of PGSS_NG_DSA_SEGMENT_MIN, each pair after it
+ * twice the size of the pair before, up to the largest power of two not
+ * above PGSS_NG_DSA_SEGMENT_PER_ENTRY bytes per entry of max (as the kind
+ * was made), but at least PGSS_NG_DSA_SEGMENT_MIN.  A segment is
+ * committed whole when it is made: DSA's own doubling, without a limit,
+ * commits up to half again what the entries use; these keep the unused
+ * part of the last segment under 64 bytes per entry of max, in a few
+ * dozen segments.  Smaller segments than 1 MB would waste more: DSA
+ * carves 64 kB superblocks out of them, and what is left of a segment
+ * after its last whole one holds only large allocations.
+ */
+#define PGSS_NG_DSA_SEGMENT_MIN			(1024 * 1024)
+#define PGSS_NG_DSA_SEGMENT_PER_ENTRY	64
+
+/*
  * pgss_ng_kind_define
  *		Make the backend-local handle of a kind described by desc (which
  *		must live as long as the process).  Called from _PG_init; the
@@ -151,6 +167,23 @@ pgss_ng_kind_shmem_size(PgssNgKind *kind, int max_entries)
 }
 
 /*
+ * largest_segment
+ *		The largest DSM segment the area of a kind of max_entries grows by
+ *		(see PGSS_NG_DSA_SEGMENT_PER_ENTRY).
+ */
+static size_t
+largest_segment(int max_entries)
+{
+	size_t		want = (size_t) max_entries * PGSS_NG_DSA_SEGMENT_PER_ENTRY;
+	size_t		seg = PGSS_NG_DSA_SEGMENT_MIN;
+
+	/* up to 128 MB, the largest segment DSA allows on any platform */
+	while (seg * 2 <= want && seg * 2 <= ((size_t) 1 << 27))
+		seg *= 2;
+	return seg;
+}
+
+/*
  * pgss_ng_kind_shmem_startup
  *		Create (first time) or find the kind's shared state.  A new control
  *		block starts with max_entries as max, until the kind's owner
@@ -218,8 +251,11 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 				pg_atomic_init_u64(&kind->ghosts[i].value[w], 0);
 			}
 
-		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,
-								  ctl->dsa_tranche, NULL);
+		dsa = pgss_ng_dsa_create_in_place(raw_dsa_place(kind),
+										  PGSS_NG_DSA_INIT_SIZE,
+										  ctl->dsa_tranche,
+										  PGSS_NG_DSA_SEGMENT_MIN,
+										  largest_segment(max_entries));
 		dsa_pin(dsa);
 		dsa_set_size_limit(dsa, PGSS_NG_DSA_INIT_SIZE);
 		init_hash_params(kind);
