@@ -1,13 +1,14 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 9, the server's major, the
+# - Its header: magic "PGNG", format version 10, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
-#   that many bytes, then its entry's query text; after the records, the
-#   evicted remainder: the size of a row, their number (0 here: nothing
-#   was evicted) and the rows.
+#   that many bytes, then the counts of its histograms' windows (as many
+#   as its hist_len says), then its entry's query text; after the records,
+#   the evicted remainder: the size of a row, their number (0 here:
+#   nothing was evicted) and the rows.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (8: no evicted remainder), an entry
+#   magic, an older format version (9: whole histograms), an entry
 #   record size that is not this build's (a record layout changed without
 #   a version bump), an evicted row size that is not this build's, a
 #   PostgreSQL major pgss_ng never supported (14) and another
@@ -24,7 +25,8 @@
 #   the lot one run in dealloc), and entries stay <= 100 as new
 #   statements come.
 # - Across 5 clean restarts with the same statements (run again each time)
-#   the file size does not change, and pgss_ng_info (dealloc,
+#   the file size, less the histograms' counts (whose windows may widen),
+#   does not change, and pgss_ng_info (dealloc,
 #   entries_evicted, eviction_time and last_eviction included, all
 #   non-zero) and the evicted remainder (pgss_ng_evicted) survive each
 #   one.
@@ -110,7 +112,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 9, 'header: format version 9');
+is($version, 10, 'header: format version 10');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -118,16 +120,44 @@ is($nrec, $good_entries, 'header: number of records = entries');
 is(unpack('L', substr($good, $len - 4)), crc32c(substr($good, 0, $len - 4)),
 	'trailer: CRC-32C of all the bytes before it');
 
+# Where a record's hist_len (two uint16: its histograms' windows) is, in
+# PgssNgStmtRecord on 64-bit builds (stmt_saved.h): after the key (24
+# bytes), the counters (424), have_minmax, hist_lost and hist_lo (2 x 2
+# bytes each).
+my $hist_len_at = 24 + 424 + 2 + 2 + 4;
+
+# The bytes of the histograms' counts in the records of file $f.
+sub hist_bytes
+{
+	my ($f) = @_;
+	my ($il) = unpack('L', substr($f, 12, 4));
+	my $q = 20 + $il + 4;
+	my $n = 0;
+	for (1 .. unpack('L', substr($f, 20 + $il, 4)))
+	{
+		my ($h0, $h1) = unpack('S2', substr($f, $q + 4 + $hist_len_at, 4));
+		$n += 4 * ($h0 + $h1);
+		$q += 4 + unpack('L', substr($f, $q, 4));
+	}
+	return $n;
+}
+
 # Offset of the last record's length word.
 my $p = 20 + $infolen + 4;
 my $last;
 my $short = 0;
-my %tails;    # what follows each record's fixed part, in hex
+my %tails;    # what follows each record's histogram counts, in hex
 for (1 .. $nrec)
 {
 	my $reclen = unpack('L', substr($good, $p, 4));
 	if ($reclen < $recsize) { $short++; }
-	else { $tails{ unpack('H*', substr($good, $p + 4 + $recsize, $reclen - $recsize)) } = 1; }
+	else
+	{
+		my ($h0, $h1) = unpack('S2', substr($good, $p + 4 + $hist_len_at, 4));
+		my $counts = 4 * ($h0 + $h1);
+
+		$tails{ unpack('H*', substr($good, $p + 4 + $recsize + $counts, $reclen - $recsize - $counts)) } = 1;
+	}
 	$last = $p;
 	$p += 4 + $reclen;
 }
@@ -142,7 +172,7 @@ is($p, $len - 4, 'records and the evicted remainder end where the CRC begins');
 is($short . ' ' . scalar(grep { !$tails{$_} } keys %texts),
 	'0 0',
 	"records: none shorter than the header's entry record size ($recsize), "
-	  . 'and every text of the view follows the fixed part of one');
+	  . "and every text of the view follows the fixed part and the histograms' counts of one");
 
 sub with_crc
 {
@@ -163,8 +193,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 8) . substr($good, 8),
-		qr/^format version 8, expected 9$/
+		substr($good, 0, 4) . pack('L', 9) . substr($good, 8),
+		qr/^format version 9, expected 10$/
 	],
 	[
 		'entry record size of another layout',
@@ -326,13 +356,14 @@ for my $i (1 .. 5)
 	$node->safe_psql('postgres', $hot_again);
 	my $before = snapshot();
 	$node->stop('fast');
-	push @sizes, -s $statfile;
+	push @sizes, (-s $statfile) - hist_bytes(slurp_file($statfile));
 	$pos = -s $node->logfile;
 	$node->start;
 	wait_restored($pos);
 	is(snapshot(), $before, "restart $i: rows and info unchanged");
 }
-is(join(' ', @sizes), join(' ', ($sizes[0]) x 5), 'the file size is the same after each of 5 restarts')
+is(join(' ', @sizes), join(' ', ($sizes[0]) x 5),
+	"the file size less the histograms' counts is the same after each of 5 restarts")
   or diag "sizes: @sizes";
 is(quiet_psql($hot_sql), join(',', (35) x 20) . ' 20',
 	'the hot statements counted 5 more calls across the restarts');

@@ -212,8 +212,14 @@ pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,
 		int			hi = add->lo[w] + add->len[w];
 
 		grow[w] = false;
-		if (add->len[w] == 0 || hs->lost[w])
+		if (add->len[w] == 0)
 			continue;
+		if (hs->lost[w])
+		{
+			/* lost until the next min/max reset: not kept either */
+			pg_atomic_fetch_add_u64(&st->dropped, add_total(add, w));
+			continue;
+		}
 		if (in_chunk(hs, old, w))
 		{
 			if (old->len[w] > 0)
