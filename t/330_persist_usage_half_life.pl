@@ -18,9 +18,10 @@
 #   (0.966) or half (0.871 and below) fails, and how slow the machine is
 #   only widens the interval (the bound never depends on it).
 #
-# The record is found by its text (what follows the record's fixed part,
-# whose size the file's header gives); usage is the last field of
-# PgssNgStmtRecord, the 8 bytes before the text.
+# The record is found by its text (what ends the record, after its fixed
+# part, whose size the file's header gives, and its histograms' counts);
+# usage is the last field of PgssNgStmtRecord, the 8 bytes before those
+# counts.
 use strict;
 use warnings;
 
@@ -54,8 +55,9 @@ sub saved_usage
 		my $len = unpack('L', substr($f, $p, 4));
 		my $rec = substr($f, $p + 4, $len);
 		$p += 4 + $len;
-		next unless $len == $recsize + length($text)
-		  && substr($rec, $recsize) eq $text;
+		next unless $len >= $recsize + length($text)
+		  && substr($rec, $len - length($text)) eq $text
+		  && ($len - $recsize - length($text)) % 4 == 0;
 		push @found, unpack('d', substr($rec, $recsize - 8, 8));
 	}
 	is(scalar(@found), 1, 'the statement has one record in the file');

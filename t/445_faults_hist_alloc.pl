@@ -85,16 +85,28 @@ $sess_a->query_safe($s_sql) for 1 .. 2;
 like(s_state(), qr/^2\|true\|[0-9.e-]+\|[12]$/, 'S twice: its quantiles and histogram');
 is(info(), '0|0', 'S twice: nothing dropped, no chunk');
 
-my $pos = -s $node->logfile;
-my ($g, $am);
-SCENARIO:
+# stop_at_chunk($name, $sql)
+#	Send $sql to A and stop A at the first instruction of the
+#	dsa_allocate_extended of the chunk its flush makes (a few tests,
+#	named after scenario $name).  Returns (the gdb handle, undef if A did
+#	not stop there; the marker of $sql).
+sub stop_at_chunk
 {
-	($g, $am) = gdb_stop_at('alloc', $apid, 'pgss_ng_hist_store_merge',
-		'pgss_ng_hist_store_merge', $sess_a, "$s_sql;");
-	last SCENARIO unless defined $g;
-	stop_next($g, 'alloc', '*dsa_allocate_extended', 'dsa_allocate_extended',
-		qr/#1 .*pgss_ng_hist_store_merge/, 'allocating the histograms\' chunk')
-	  or last SCENARIO;
+	my ($name, $sql) = @_;
+	my ($g, $am) = gdb_stop_at($name, $apid, 'pgss_ng_hist_store_merge',
+		'pgss_ng_hist_store_merge', $sess_a, "$sql;");
+	return (undef, $am) unless defined $g;
+	return ($g, $am)
+	  if stop_next($g, $name, '*dsa_allocate_extended', 'dsa_allocate_extended',
+		qr/#1 .*pgss_ng_hist_store_merge/, 'allocating the histograms\' chunk');
+	gdb_release($g);
+	return (undef, $am);
+}
+
+my $pos = -s $node->logfile;
+my ($g, $am) = stop_at_chunk('alloc', $s_sql);
+if (defined $g)
+{
 	gdb_send($g, 'finish');
 	ok(defined gdb_wait($g, qr/Run till exit.*\n.*in pgss_ng_hist_store_merge/s),
 		'the allocation ran to its end');
@@ -119,14 +131,9 @@ is(info(), '4|0', 'hist_dropped 4');
 my $t_sql = 'SELECT x, x, x FROM t1';
 $sess_a->query_safe($t_sql) for 1 .. 2;
 $pos = -s $node->logfile;
-SCENARIO:
+($g, $am) = stop_at_chunk('error', $t_sql);
+if (defined $g)
 {
-	($g, $am) = gdb_stop_at('error', $apid, 'pgss_ng_hist_store_merge',
-		'pgss_ng_hist_store_merge', $sess_a, "$t_sql;");
-	last SCENARIO unless defined $g;
-	stop_next($g, 'error', '*dsa_allocate_extended', 'dsa_allocate_extended',
-		qr/#1 .*pgss_ng_hist_store_merge/, 'allocating the histograms\' chunk')
-	  or last SCENARIO;
 	gdb_send($g, "set $sreg = 0xffffffffffffff00", "print/x $sreg",
 		'echo @@set@@\n');
 	ok(defined gdb_wait($g, qr/0xffffffffffffff00\n.*\@\@set\@\@/s),
