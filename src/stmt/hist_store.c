@@ -6,9 +6,10 @@
  *	  min and max), then one DSA chunk holding, for each histogram, the
  *	  buckets between its lowest and highest call with some room to spare
  *	  (hist_store.h).  A merge that needs a bucket outside the room
- *	  replaces the chunk with a larger one (a quarter more than the window,
- *	  at least four buckets): a statement whose times span two decades
- *	  uses about 50 of the 322 buckets.
+ *	  replaces the chunk with a larger one (a quarter more than the
+ *	  window, at least four buckets, and the rest of its DSA size class):
+ *	  a statement whose times span two decades uses about 50 of the 322
+ *	  buckets.
  *
  * Allocation and errors: the chunk is allocated with DSA_ALLOC_NO_OOM; a
  * merge allocates at most one chunk, before it changes anything, so that
@@ -80,19 +81,53 @@ add_sat(uint32 a, uint64 b)
 /*
  * fit_window
  *		The buckets [*base, *base + *cap) a new chunk gives a histogram
- *		whose calls lie in [lo, hi): a quarter more, at least four, spread
- *		on both sides, inside the bucket range.
+ *		whose calls lie in [lo, hi): room more, spread on both sides,
+ *		inside the bucket range.
  */
 static void
-fit_window(int lo, int hi, int *base, int *cap)
+fit_window(int lo, int hi, int room, int *base, int *cap)
 {
 	int			len = hi - lo;
-	int			c = Min(len + Max(4, len / 4), PGSS_NG_HIST_NBUCKETS);
+	int			c = Min(len + room, PGSS_NG_HIST_NBUCKETS);
 	int			b = lo - (c - len) / 2;
 
 	b = Min(b, PGSS_NG_HIST_NBUCKETS - c);
 	*base = Max(b, 0);
 	*cap = c;
+}
+
+/*
+ * plan_chunk
+ *		The rooms of a new chunk: histograms that grow (grow[w], their
+ *		calls in [lo[w], hi[w])) get a quarter more, at least GROW_ROOM
+ *		buckets, plus what is left of the DSA size class the chunk falls
+ *		in (shared between them); the others keep theirs (base and cap as
+ *		given).
+ */
+#define GROW_ROOM	4
+static void
+plan_chunk(const bool *grow, const int *lo, const int *hi, int *base,
+		   int *cap)
+{
+	int			room[PGSS_NG_HIST_NHIST];
+	int			ngrow = 0;
+	int			spare;
+	Size		size;
+	int			w;
+
+	for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
+		if (grow[w])
+		{
+			room[w] = Max(GROW_ROOM, (hi[w] - lo[w]) / 4);
+			fit_window(lo[w], hi[w], room[w], &base[w], &cap[w]);
+			ngrow++;
+		}
+	size = chunk_size(cap);
+	spare = (pgss_ng_dsa_allocated_size(size) - size) / sizeof(uint32);
+	for (w = 0; w < PGSS_NG_HIST_NHIST && spare >= ngrow; w++)
+		if (grow[w])
+			fit_window(lo[w], hi[w], room[w] + spare / ngrow, &base[w],
+					   &cap[w]);
 }
 
 /*
@@ -196,8 +231,8 @@ pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,
 	PgssNgHistChunk *c = NULL;
 	dsa_pointer old_dp = hs->chunk;
 	PgssNgHistChunk *old = NULL;
-	int			need_lo[PGSS_NG_HIST_NHIST];
-	int			need_hi[PGSS_NG_HIST_NHIST];
+	int			need_lo[PGSS_NG_HIST_NHIST] = {0};
+	int			need_hi[PGSS_NG_HIST_NHIST] = {0};
 	bool		grow[PGSS_NG_HIST_NHIST];
 	bool		any_grow = false;
 	int			w;
@@ -257,9 +292,7 @@ pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,
 
 		for (w = 0; w < PGSS_NG_HIST_NHIST; w++)
 		{
-			if (grow[w])
-				fit_window(need_lo[w], need_hi[w], &base[w], &cap[w]);
-			else if (in_chunk(hs, old, w))
+			if (!grow[w] && in_chunk(hs, old, w))
 			{
 				base[w] = old->base[w];
 				cap[w] = old->cap[w];
@@ -267,6 +300,7 @@ pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,
 			else
 				base[w] = cap[w] = 0;
 		}
+		plan_chunk(grow, need_lo, need_hi, base, cap);
 		if (may_alloc == NULL || may_alloc())
 			dp = dsa_allocate_extended(area, chunk_size(cap),
 									   DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
