@@ -131,7 +131,7 @@ extra()
 
 echo "$("$BIN/postgres" --version): shared memory per entry (bench/memory.sh, CALLS $CALLS)"
 printf '  %-8s %6s %-18s %7s %10s %10s %10s %10s %11s %s\n' workload max variant entries named anon dsm total "per entry" \
-	"pgss_ng: entry_bytes qtext_bytes hist_bytes (hist per entry) | pgss: text file"
+	"pgss_ng: entry_bytes qtext_allocated_bytes hist_bytes (per entry) | pgss: text file"
 port=$PORT
 for max in $MAXES; do
 	declare -A BASE=()
