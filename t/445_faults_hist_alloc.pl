@@ -19,10 +19,12 @@
 # made) changes nothing: statement T run twice, then a third time, stopped
 # the same way at its chunk's dsa_allocate_extended, whose size argument
 # gdb sets to 2^64 - 256 (DSA raises "invalid DSA memory alloc request
-# size" before it allocates anything).  A's statement succeeds; the flush
-# of T's third call is logged as failed, once, and stays pending; A's next
-# statement (T again) flushes both calls: T has 4 calls and a histogram of
-# exactly 4, nothing counted twice, nothing more dropped.  Then:
+# size" before it allocates anything).  A's statement succeeds; recording
+# T's third call is logged as failed, once, and that call counts in
+# dropped, nothing of it in T (the histogram is counted first, before any
+# other counter of the entry); A's next statement (T again) is counted: T
+# has 3 calls and a histogram of exactly 3, nothing more dropped from a
+# histogram.  Then:
 # - a clean restart keeps S lost (the stats file says so): no quantiles,
 #   no histogram rows, calls and min/max as they were; one more call
 #   counts in hist_dropped (1: it starts at 0 with the server);
@@ -130,6 +132,7 @@ is(info(), '4|0', 'hist_dropped 4');
 # an ERROR while allocating the chunk
 my $t_sql = 'SELECT x, x, x FROM t1';
 $sess_a->query_safe($t_sql) for 1 .. 2;
+my $dropped0 = untracked_psql($node, 'SELECT dropped FROM pgss_ng_info');
 $pos = -s $node->logfile;
 ($g, $am) = stop_at_chunk('error', $t_sql);
 if (defined $g)
@@ -146,12 +149,14 @@ my @lines = grep { /pgss_ng could not/ } split /\n/, slurp_file($node->logfile, 
 is(scalar(@lines), 1, 'error: one "pgss_ng could not" line in the log');
 like($lines[0] // '', qr/ LOG:  pgss_ng could not .*invalid DSA memory alloc request size 18446744073709551360$/,
 	'error: at LOG, the allocation\'s ERROR, contained');
+is(untracked_psql($node, 'SELECT dropped FROM pgss_ng_info'),
+	$dropped0 + 1, 'error: the call counted in dropped');
 $sess_a->query_safe($t_sql);
 is( untracked_psql(
 		$node, qq{SELECT p.calls || ' ' || sum(h.count) FROM pgss_ng p,
 		pgss_ng_exec_time_histogram(p.userid, p.dbid, p.queryid, p.toplevel) h
 		WHERE p.query = '$t_sql' GROUP BY p.calls}),
-	'4 4', 'error: T has 4 calls, and a histogram of exactly 4');
+	'3 3', 'error: T has 3 calls, and a histogram of exactly 3');
 my ($d4, $b4) = split /\|/, info();
 ok($d4 == 4 && $b4 > 0, 'error: nothing more dropped, a chunk');
 $sess_a->quit;

@@ -206,24 +206,6 @@ pgss_ng_hist_merge(PgssNgHistPair *dst, int which, const PgssNgHistDense *src)
 }
 
 /*
- * pgss_ng_hist_add_one
- *		Count one time in bucket b of histogram which of a pair (a call
- *		counted straight into a shared entry): the bucket's count, after
- *		widening the window to it if needed.
- */
-void
-pgss_ng_hist_add_one(PgssNgHistPair *p, int which, int b)
-{
-	uint32	   *c = &p->count[which][b];
-
-	if (p->len[which] == 0 || b < p->lo[which] ||
-		b >= p->lo[which] + p->len[which])
-		widen_window(p, which, b, b + 1);
-	if (*c < PG_UINT32_MAX)
-		(*c)++;
-}
-
-/*
  * pgss_ng_hist_merge_pair
  *		Add both histograms of src into dst (a saved record merged into an
  *		entry).

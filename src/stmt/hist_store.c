@@ -369,6 +369,41 @@ pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,
 }
 
 /*
+ * pgss_ng_hist_store_add_one
+ *		Count one time (ms) in histogram w of hs, as a merge of that one
+ *		call would (min_ms and max_ms as there), for a call counted
+ *		straight into its entry.  Into a chunk whose room holds its
+ *		bucket: one increment; otherwise a merge.  Entry lock held
+ *		exclusively.  Errors: a merge's, before anything changed.
+ */
+void
+pgss_ng_hist_store_add_one(dsa_area *area, PgssNgHistStore *hs,
+						   PgssNgHistStats *st, int w, double ms,
+						   const double *min_ms, const double *max_ms,
+						   PgssNgHistMayAllocFn may_alloc)
+{
+	int			b = pgss_ng_hist_bucket(ms);
+	static const uint32 one = 1;
+	PgssNgHistAdd add = {0};
+
+	if (DsaPointerIsValid(hs->chunk))
+	{
+		PgssNgHistChunk *c = dsa_get_address(area, hs->chunk);
+
+		if (in_chunk(hs, c, w) && b >= c->base[w] &&
+			b < c->base[w] + c->cap[w])
+		{
+			count_into(c, w, b, 1);
+			return;
+		}
+	}
+	add.lo[w] = b;
+	add.len[w] = 1;
+	add.count[w] = &one;
+	pgss_ng_hist_store_merge(area, hs, st, &add, min_ms, max_ms, may_alloc);
+}
+
+/*
  * pgss_ng_hist_store_copy
  *		Copy the histograms of hs into dst as a pair: each one's window and
  *		the counts in it (dst's other counts are left as they were, as

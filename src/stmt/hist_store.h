@@ -112,6 +112,11 @@ extern void pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,
 									 const double *min_ms,
 									 const double *max_ms,
 									 PgssNgHistMayAllocFn may_alloc);
+extern void pgss_ng_hist_store_add_one(dsa_area *area, PgssNgHistStore *hs,
+									   PgssNgHistStats *st, int w, double ms,
+									   const double *min_ms,
+									   const double *max_ms,
+									   PgssNgHistMayAllocFn may_alloc);
 extern void pgss_ng_hist_store_copy(dsa_area *area,
 									const PgssNgHistStore *hs,
 									const double *min_ms,

@@ -421,7 +421,8 @@ parse_guarded(void *arg)
 /*
  * record_now
  *		Count s straight into its shared entry (key), making it if needed
- *		(pgss_ng_stmt_lock, pgss_ng_stmt_count_locked), or, if the entry
+ *		(pgss_ng_stmt_lock, pgss_ng_stmt_count_hist, then
+ *		pgss_ng_stmt_count_locked), or, if the entry
  *		lock is busy, in new pending data of this backend's.  False when
  *		the entry could not be made (the caller counts it as dropped).
  *		Errors: those of the kind layer and the text arena; called under a
@@ -438,6 +439,8 @@ record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
 							  &ref))
 	{
 		case PGSS_NG_KEY_LOCKED:
+			/* the histogram first: only it may raise an ERROR (see there) */
+			pgss_ng_stmt_count_hist(&ref, s->phase, s->total_time);
 			count_sums(&((PgssNgStmtShared *) ref.shared_data)->counters, s);
 			pgss_ng_stmt_count_locked(&ref, s->phase, s->total_time);
 			return true;

@@ -635,12 +635,12 @@ pgss_ng_stmt_lock(const PgssNgStmtKey *key, const char *query, int location,
  *		Count one planning or execution of phase that took ms in the entry
  *		ref locked (pgss_ng_stmt_lock), whose other counters the caller
  *		added: its calls, time, Welford's step for the mean and variance,
- *		min/max (restarted after a min/max reset: have_minmax), and the
- *		phase's histogram, as a flush of pending data holding this one
- *		call would (stmt_flush_pending, a count made after any reset);
- *		then stamp it changed (and executed) at the time read under the
- *		lock and unlock it, with the use it adds to its usage.  Errors:
- *		those of pgss_ng_kind_unlock_key().
+ *		min/max (restarted after a min/max reset: have_minmax), as a flush
+ *		of pending data holding this one call would (stmt_flush_pending, a
+ *		count made after any reset; its histogram is the caller's, first:
+ *		pgss_ng_stmt_count_hist); then stamp it changed (and executed) at
+ *		the time read under the lock and unlock it, with the use it adds
+ *		to its usage.  Errors: those of pgss_ng_kind_unlock_key().
  */
 void
 pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)
@@ -671,12 +671,29 @@ pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)
 		c->max_time[phase] = Max(c->max_time[phase], ms);
 	}
 
-	pgss_ng_hist_add_one(&sh->hist, phase, pgss_ng_hist_bucket(ms));
-
 	stmt_stamp_changed_at(sh, ref->flush_time);
 	if (phase == PGSS_NG_EXEC)
 		sh->last_executed = sh->changed_at;
 	pgss_ng_kind_unlock_key(ref, first ? 0 : 1);
+}
+
+/*
+ * pgss_ng_stmt_count_hist
+ *		Count one planning or execution of phase that took ms in the
+ *		histogram of the entry ref locked (pgss_ng_stmt_lock), before
+ *		anything else of it is counted: a histogram of up to two calls
+ *		keeps none but the entry's min and max, and only this step may
+ *		raise an ERROR (its chunk's allocation), with nothing changed yet.
+ */
+void
+pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) ref->shared_data;
+
+	pgss_ng_hist_store_add_one(pgss_ng_kind_area(pgss_ng_stmt_kind),
+							   &sh->hist, &pgss_ng_stmt_ctl->hist, phase, ms,
+							   sh->counters.min_time, sh->counters.max_time,
+							   stmt_may_alloc_hist);
 }
 
 /*

@@ -163,6 +163,8 @@ extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
 							   const bool *src_minmax);
 extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
 									const PgssNgHistAdd *add);
+extern void pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase,
+									double ms);
 
 /* stmt_evicted.c: the evicted remainder and the eviction log */
 extern void pgss_ng_evicted_init(void);
