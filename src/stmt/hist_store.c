@@ -369,6 +369,25 @@ pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,
 }
 
 /*
+ * add_one_merge
+ *		pgss_ng_hist_store_add_one's call as a merge of one count at
+ *		bucket b (small or lost histograms, or a bucket out of the room).
+ */
+static pg_noinline void
+add_one_merge(dsa_area *area, PgssNgHistStore *hs, PgssNgHistStats *st,
+			  int w, int b, const double *min_ms, const double *max_ms,
+			  PgssNgHistMayAllocFn may_alloc)
+{
+	static const uint32 one = 1;
+	PgssNgHistAdd add = {0};
+
+	add.lo[w] = b;
+	add.len[w] = 1;
+	add.count[w] = &one;
+	pgss_ng_hist_store_merge(area, hs, st, &add, min_ms, max_ms, may_alloc);
+}
+
+/*
  * pgss_ng_hist_store_add_one
  *		Count one time (ms) in histogram w of hs, as a merge of that one
  *		call would (min_ms and max_ms as there), for a call counted
@@ -383,24 +402,19 @@ pgss_ng_hist_store_add_one(dsa_area *area, PgssNgHistStore *hs,
 						   PgssNgHistMayAllocFn may_alloc)
 {
 	int			b = pgss_ng_hist_bucket(ms);
-	static const uint32 one = 1;
-	PgssNgHistAdd add = {0};
 
-	if (DsaPointerIsValid(hs->chunk))
+	if (DsaPointerIsValid(hs->chunk) && !hs->lost[w])
 	{
 		PgssNgHistChunk *c = dsa_get_address(area, hs->chunk);
 
-		if (in_chunk(hs, c, w) && b >= c->base[w] &&
-			b < c->base[w] + c->cap[w])
+		/* in the room (cap 0: not in the chunk) */
+		if ((unsigned) (b - c->base[w]) < c->cap[w])
 		{
 			count_into(c, w, b, 1);
 			return;
 		}
 	}
-	add.lo[w] = b;
-	add.len[w] = 1;
-	add.count[w] = &one;
-	pgss_ng_hist_store_merge(area, hs, st, &add, min_ms, max_ms, may_alloc);
+	add_one_merge(area, hs, st, w, b, min_ms, max_ms, may_alloc);
 }
 
 /*
