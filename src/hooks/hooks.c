@@ -15,7 +15,9 @@
  * Beyond pg_stat_statements, each hook call that runs a tracked statement
  * opens a failure frame (frames.c): an ERROR passing through its
  * PG_CATCH counts one failed execution of the statement, then is
- * re-thrown.
+ * re-thrown.  ExecutorRun, ExecutorFinish and a tracked utility statement
+ * also publish the statement's key for the wait sampler while they run
+ * (pgss_ng_waits_push / _pop, stmt/waits.h).
  *
  * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
  *
@@ -38,6 +40,7 @@
 #include "frames.h"
 #include "hooks.h"
 #include "stmt/stmt_kind.h"
+#include "stmt/waits.h"
 
 /* Values of pgss_ng.track */
 typedef enum PgssNgTrackLevel
@@ -483,7 +486,8 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
  *		For a tracked statement, a run that ends in an ERROR (e.g. from an
  *		AFTER trigger in ExecutorFinish) counts as a failed execution, its
  *		earlier runs' time included, before the ERROR is re-thrown;
- *		otherwise the frame just ends.
+ *		otherwise the frame just ends.  Its key is published for the wait
+ *		sampler meanwhile (the span total_exec_time measures).
  */
 static void
 call_in_exec_frame(QueryDesc *queryDesc,
@@ -491,6 +495,9 @@ call_in_exec_frame(QueryDesc *queryDesc,
 {
 	bool		tracked = exec_tracked(queryDesc);
 	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
+	int			waitkey = tracked ?
+		pgss_ng_waits_push(queryDesc->plannedstmt->queryId,
+						   exec_nested_level == 0) : -1;
 
 	pgss_ng_cpu_exec_enter(queryDesc);
 	exec_nested_level++;
@@ -501,12 +508,14 @@ call_in_exec_frame(QueryDesc *queryDesc,
 	PG_CATCH();
 	{
 		exec_nested_level--;
+		pgss_ng_waits_pop(waitkey);
 		if (tracked)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	exec_nested_level--;
+	pgss_ng_waits_pop(waitkey);
 	if (tracked)
 		pgss_ng_stmt_end(frame);
 	pgss_ng_cpu_exec_leave(queryDesc);
@@ -705,6 +714,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	bool		tracked;
 	PgssNgMeasure m;
 	volatile int frame;			/* read in PG_CATCH */
+	volatile int waitkey;
 
 	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
@@ -743,6 +753,8 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	frame = saved_queryId != UINT64CONST(0) ?
 		pgss_ng_stmt_begin(saved_queryId, exec_nested_level == 0, queryString,
 						   saved_stmt_location, saved_stmt_len, 0) : -1;
+	waitkey = saved_queryId != UINT64CONST(0) ?
+		pgss_ng_waits_push(saved_queryId, exec_nested_level == 0) : -1;
 	pgss_ng_measure_start(&m);
 
 	exec_nested_level++;
@@ -754,12 +766,14 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	PG_CATCH();
 	{
 		exec_nested_level--;
+		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	exec_nested_level--;
+	pgss_ng_waits_pop(waitkey);
 	if (frame >= 0)
 		pgss_ng_stmt_end(frame);
 

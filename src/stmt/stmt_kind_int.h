@@ -10,7 +10,8 @@
  * Locking: PgssNgStmtShared is protected by its entry lock (kind layer),
  * but qtext_failed, set before the entry is published and cleared once
  * under the lock, may be read without it (a true read is checked again
- * under the lock); PgssNgStmtControl by its spinlock, except loaded (the
+ * under the lock), and waits is the sampler's (waits.c says how);
+ * PgssNgStmtControl by its spinlock, except loaded (the
  * writer's alone) and npartial/partial (<name>_dealloc: written holding
  * it exclusively, read in the restore bracket).
  *
@@ -44,6 +45,7 @@ typedef struct PgssNgStmtShared
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
+	PgssNgWaitSamples waits;	/* the sampler's (waits.c): no entry lock */
 	/* last: only pgss_ng_detail's read copies (the used part of) it */
 	PgssNgHistPair hist;		/* times since minmax_stats_since, by phase */
 } PgssNgStmtShared;
@@ -157,7 +159,8 @@ extern void pgss_ng_evicted_shmem_request(void);
 extern Size pgss_ng_evicted_shmem_size(void);
 extern void pgss_ng_evicted_shmem_startup(void);
 extern void pgss_ng_evicted_fold(const PgssNgStmtKey *key,
-								 const PgssNgCounters *c, int64 entries,
+								 const PgssNgCounters *c,
+								 const uint32 *wait_samples, int64 entries,
 								 const PgssNgEvictionLogEntry *log);
 extern bool pgss_ng_eviction_log_on(void);
 extern void pgss_ng_evicted_clear(Oid userid, Oid dbid);

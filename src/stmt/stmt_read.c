@@ -79,6 +79,8 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->stats_since = sh->stats_since;
 	es->minmax_stats_since = sh->minmax_stats_since;
 	es->last_executed = sh->last_executed;
+	for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
+		es->wait_samples[t] = sh->waits.samples[t];
 	st->has_text = false;
 	if ((st->what & PGSS_NG_READ_TEXT) && DsaPointerIsValid(sh->qtext))
 	{
@@ -266,7 +268,8 @@ reset_locked(void *arg)
  *		evicted remainder of (userid, dbid) are cleared too.
  *		Resetting everything also restarts the event counters of
  *		pgss_ng_info (dealloc, entries_evicted, dropped, backstop_skips,
- *		qtext_dropped, eviction_time, stats_reset), and stops a restore
+ *		qtext_dropped, eviction_time, stats_reset, wait_events_dropped,
+ *		wait_samples_lost), and stops a restore
  *		in progress (stmt_saved.c).  Counts still pending in other
  *		backends for removed entries are discarded when they flush: they
  *		were made before the reset.  Returns the time of the reset.
@@ -308,6 +311,7 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 		SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
 		pgss_ng_qtext_reset_dropped();
+		pgss_ng_waits_reset_info();
 	}
 	return f.now;
 }
@@ -326,6 +330,7 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
+	pgss_ng_waits_info(&out->wait_events_dropped, &out->wait_samples_lost);
 }
 
 /*

@@ -12,7 +12,8 @@
  *	  of the info block, uint32 size of an entry record (its fixed part),
  *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
  *	  record uint32 length + the record (PgssNgStmtRecord, then qlen bytes
- *	  of query text), then the evicted remainder: uint32 size of a row
+ *	  of query text, then nwait_events rows of wait events, PgssNgWaitRow
+ *	  each), then the evicted remainder: uint32 size of a row
  *	  (PgssNgEvictedRow, stmt_kind.h), uint32 number of rows and the rows,
  *	  and last the CRC-32C of all the bytes before it.
  *	  A file is only read back by the same format version, PostgreSQL
@@ -22,7 +23,7 @@
  * Changing the format
  *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord,
  *	  PgssNgEvictedRow or what they contain (PgssNgStmtKey, PgssNgCounters,
- *	  PgssNgHistPair) bumps
+ *	  PgssNgHistPair, PgssNgWaitRow) bumps
  *	  PGSS_NG_FILE_VERSION, and records the new layout below it: on 64-bit
  *	  builds stmt_saved.c compares the sizes and a fingerprint of the
  *	  members' names and offsets with these constants at compile time, so
@@ -52,21 +53,23 @@
  * histograms of 322 buckets from 8 ns, both kept whole (PgssNgHistPair of
  * 2584 bytes); 8: plus eviction_ns (pgss_ng_info.eviction_time) in the
  * info block; 9: the evicted remainder after the records, and
- * last_eviction in the info block.
+ * last_eviction in the info block; 10: wait samples per type in the
+ * records and the remainder's rows, a record's rows of wait events after
+ * its text.
  */
-#define PGSS_NG_FILE_VERSION	9
+#define PGSS_NG_FILE_VERSION	10
 
 /*
- * The layout of version 9 on 64-bit builds (checked in stmt_saved.c):
+ * The layout of version 10 on 64-bit builds (checked in stmt_saved.c):
  * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord),
  * sizeof(PgssNgEvictedRow) and the fingerprint
  * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
  * of what it contains.
  */
 #define PGSS_NG_SAVED_INFO_SIZE		56
-#define PGSS_NG_STMT_RECORD_SIZE	3080
-#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(367549)
-#define PGSS_NG_EVICTED_ROW_SIZE	464
+#define PGSS_NG_STMT_RECORD_SIZE	3136
+#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(448367)
+#define PGSS_NG_EVICTED_ROW_SIZE	560
 
 /*
  * The counters saved in the stats file's info block (the info counters
@@ -85,7 +88,8 @@ typedef struct PgssNgSavedInfo
 
 /*
  * One saved statement entry, written as the struct is; qlen bytes of query
- * text follow it (qlen -1: no text).
+ * text follow it (qlen -1: no text), then its nwait_events rows of wait
+ * events (PgssNgWaitRow).
  */
 typedef struct PgssNgStmtRecord
 {
@@ -99,6 +103,8 @@ typedef struct PgssNgStmtRecord
 	TimestampTz minmax_stats_since;
 	TimestampTz last_executed;	/* 0: none */
 	double		usage;			/* eviction value when saved */
+	uint32		wait_samples[PGSS_NG_WAIT_NTYPES];	/* per type */
+	int32		nwait_events;	/* rows of wait events after the text */
 } PgssNgStmtRecord;
 
 /*
@@ -120,6 +126,10 @@ typedef struct PgssNgStmtRecord
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, minmax_stats_since) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, last_executed) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, usage) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, wait_samples) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, nwait_events) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgWaitRow, wait_event_info) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgWaitRow, samples) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, userid) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, dbid) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, queryid) + \

@@ -74,11 +74,12 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
 /*
  * number of output columns of pgss_ng_detail(): pgss_ng()'s, then
- * last_executed, quantiles, CPU times
+ * last_executed, quantiles, CPU times (1.0's), then the wait times (1.1)
  */
-#define PGSS_NG_DETAIL_COLS \
+#define PGSS_NG_DETAIL_COLS_1_0 \
 	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
 	 2 * PGSS_NG_NUMPHASE)
+#define PGSS_NG_DETAIL_COLS (PGSS_NG_DETAIL_COLS_1_0 + PGSS_NG_WAIT_NGROUPS)
 
 /*
  * check_loaded
@@ -194,6 +195,29 @@ put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
 	return i;
 }
 
+/*
+ * put_wait_columns
+ *		Emit the wait time columns (ms: samples x pgss_ng.wait_sample_period)
+ *		of the samples per type, NULL while sampling is off (no period to
+ *		weigh them with).  Returns the next column index.
+ */
+static int
+put_wait_columns(Datum *values, bool *nulls, int i, const uint64 *samples)
+{
+	uint64		groups[PGSS_NG_WAIT_NGROUPS];
+	int			period = pgss_ng_wait_sample_period;
+
+	pgss_ng_wait_groups(samples, groups);
+	for (int g = 0; g < PGSS_NG_WAIT_NGROUPS; g++)
+	{
+		if (period == 0)
+			nulls[i++] = true;
+		else
+			values[i++] = Float8GetDatum((double) groups[g] * period);
+	}
+	return i;
+}
+
 /* What a read keeps for all its rows (pgss_ng, pgss_ng_detail). */
 typedef struct ReadRows
 {
@@ -301,6 +325,7 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 								 es->quantiles[PGSS_NG_PLAN]);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+		i = put_wait_columns(values, nulls, i, es->wait_samples);
 		Assert(i == PGSS_NG_DETAIL_COLS);
 	}
 
@@ -352,9 +377,12 @@ read_rows(FunctionCallInfo fcinfo, bool detail)
 	/*
 	 * SQL objects of another build (a database whose pgss_ng 1.0 was
 	 * created before a column moved) would have the rows read past what
-	 * put_row fills
+	 * put_row fills; pgss_ng_detail of 1.0 has no wait columns (the row
+	 * form takes the columns the SQL declares)
 	 */
-	if (rr.rsinfo->setDesc->natts != (detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS))
+	if (detail ? (rr.rsinfo->setDesc->natts != PGSS_NG_DETAIL_COLS &&
+				  rr.rsinfo->setDesc->natts != PGSS_NG_DETAIL_COLS_1_0) :
+		rr.rsinfo->setDesc->natts != PGSS_NG_COLS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("function %s returns %d columns, but the library makes %d",
@@ -412,18 +440,20 @@ pgss_ng_detail(PG_FUNCTION_ARGS)
 /*
  * number of output columns of pgss_ng_evicted(): identity, plans and
  * their total time, calls and theirs, the sums, the own counters, CPU
- * times, entries and evicted_since
+ * times, entries and evicted_since, then (1.1) the wait times
  */
 #define PGSS_NG_EVICTED_COLS \
 	(3 + 2 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + \
-	 PGSS_NG_NUM_OWN_COUNTERS + 2 * PGSS_NG_NUMPHASE + 2)
+	 PGSS_NG_NUM_OWN_COUNTERS + 2 * PGSS_NG_NUMPHASE + 2 + \
+	 PGSS_NG_WAIT_NGROUPS)
 
 /*
  * pgss_ng_evicted
  *		pgss_ng_evicted(): SETOF record, one row per (userid, dbid,
  *		toplevel) of the evicted remainder (stmt_evicted.c): the columns of
  *		pgss_ng that add up, summed over the evicted entries, then entries
- *		and evicted_since.  A role without the privileges of
+ *		and evicted_since, then the wait times (1.1: the library fills the
+ *		columns the SQL declares).  A role without the privileges of
  *		pg_read_all_stats sees only its own rows; the overflow rows (userid
  *		and dbid NULL) only such roles see.  Errors: library not preloaded.
  */
@@ -438,6 +468,9 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 
 	check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts > PGSS_NG_EVICTED_COLS)
+		elog(ERROR, "pgss_ng_evicted declares %d columns, the library makes %d",
+			 rsinfo->setDesc->natts, PGSS_NG_EVICTED_COLS);
 	rows = pgss_ng_evicted_copy(has_privs_of_role(userid,
 												  ROLE_PG_READ_ALL_STATS) ?
 								InvalidOid : userid, &n);
@@ -473,6 +506,7 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
 		values[i++] = Int64GetDatum(rows[r].entries);
 		values[i++] = TimestampTzGetDatum(rows[r].evicted_since);
+		i = put_wait_columns(values, nulls, i, rows[r].wait_samples);
 		Assert(i == PGSS_NG_EVICTED_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
 							 nulls);
@@ -551,17 +585,19 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
  *		One row of extension-wide counters: dealloc, stats_reset, entries,
  *		dropped, entries_allocated, entries_max, backstop_skips,
  *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
- *		entries_evicted, eviction_time (see README); qtext_bytes,
- *		qtext_count and qtext_dropped are NULL for roles without the
- *		privileges of pg_read_all_stats.
+ *		entries_evicted, eviction_time, last_eviction, then (1.1)
+ *		wait_events_dropped, wait_samples_lost (see docs/reference.md;
+ *		the columns the SQL declares); qtext_bytes, qtext_count and
+ *		qtext_dropped are NULL for roles without the privileges of
+ *		pg_read_all_stats.
  *		Errors: library not preloaded.
  */
 Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[14];
-	bool		nulls[14];
+	Datum		values[16];
+	bool		nulls[16];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -569,6 +605,9 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	if (tupdesc->natts > lengthof(values))
+		elog(ERROR, "pgss_ng_info declares %d columns, the library makes %d",
+			 tupdesc->natts, (int) lengthof(values));
 
 	pgss_ng_stmt_info(&info);
 
@@ -605,6 +644,8 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 		values[i++] = TimestampTzGetDatum(info.kind.last_eviction);
 	else
 		nulls[i++] = true;
+	values[i++] = Int64GetDatum(info.wait_events_dropped);
+	values[i++] = Int64GetDatum(info.wait_samples_lost);
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

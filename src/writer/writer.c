@@ -3,7 +3,8 @@
  * writer.c
  *	  Statistics that survive a clean restart: the pgss_ng writer, a
  *	  background worker that reads the stats file at startup and writes it
- *	  at a clean shutdown, and publishes pgss_ng.max to every process.
+ *	  at a clean shutdown, and publishes pgss_ng.max to every process.  In
+ *	  between it samples wait events (sampler.c).
  *
  * Who and when
  *	  The postmaster may not attach DSM segments, so it cannot read or write
@@ -76,6 +77,7 @@
 #include "utils/timestamp.h"
 
 #include "pgver.h"
+#include "sampler.h"
 #include "statsfile.h"
 #include "writer.h"
 #include "stmt/stmt_saved.h"
@@ -268,10 +270,14 @@ pgss_ng_writer_main(Datum main_arg)
 
 	while (!shutdown_requested)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
+		long		timeout = pgss_ng_sampler_timeout();
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+						 (timeout >= 0 ? WL_TIMEOUT : 0), timeout,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		writer_reload();
+		pgss_ng_sampler_run();
 	}
 
 	/* let every backend flush its pending counts and detach */

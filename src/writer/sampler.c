@@ -1,0 +1,220 @@
+/*-------------------------------------------------------------------------
+ *
+ * sampler.c
+ *	  The wait-event sampler, run by the writer (writer.c) between its
+ *	  other duties: every pgss_ng.wait_sample_period ms it takes one
+ *	  sample of each backend running a tracked statement (its innermost
+ *	  statement's key and wait event: stmt/waits.c), groups the samples by
+ *	  statement and adds each group to its entry.
+ *
+ * A statement's entry may not exist yet while it runs (one without
+ * constants gets it when its first execution ends): its samples wait here,
+ * tried again every PGSS_NG_SAMPLER_RETRY ticks, and count as lost
+ * (pgss_ng_info.wait_samples_lost) PGSS_NG_SAMPLER_GRACE_MS after the
+ * last one, or when more than PGSS_NG_SAMPLER_MAX_WAITING statements wait.
+ *
+ * Owns: the samples waiting for their entry (process-local).
+ *
+ * Locking: none of its own; adding takes what pgss_ng_waits_add takes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "sampler.h"
+#include "stmt/stmt_kind.h"
+#include "stmt/waits.h"
+
+/* Ticks between two tries of samples whose entry was not there. */
+#define PGSS_NG_SAMPLER_RETRY		10
+
+/* How long samples wait for their entry after the last one (ms). */
+#define PGSS_NG_SAMPLER_GRACE_MS	60000
+
+/* Statements whose samples may wait at once. */
+#define PGSS_NG_SAMPLER_MAX_WAITING	1024
+
+/* The samples of one statement not yet added to its entry. */
+typedef struct SamplerGroup
+{
+	PgssNgStmtKey key;			/* hash key: keep first */
+	PgssNgWaitBatch batch;
+	uint64		total;			/* samples in batch */
+	uint64		retry_tick;		/* when to try adding them */
+	TimestampTz last_sample;	/* of the statement */
+} SamplerGroup;
+
+static HTAB *groups = NULL;
+static PgssNgWaitSample *samples = NULL;
+static int	max_samples = 0;
+static uint64 tick = 0;
+static TimestampTz next_tick = 0;	/* 0: sampling was off */
+
+/*
+ * sampler_setup
+ *		Make the sample buffer and the hash of groups, once
+ *		(TopMemoryContext).
+ */
+static void
+sampler_setup(void)
+{
+	HASHCTL		info;
+
+	max_samples = pgss_ng_waits_max_samples();
+	samples = MemoryContextAlloc(TopMemoryContext,
+								 sizeof(PgssNgWaitSample) * Max(max_samples, 1));
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(PgssNgStmtKey);
+	info.entrysize = sizeof(SamplerGroup);
+	info.hcxt = TopMemoryContext;
+	groups = hash_create("pgss_ng sampler", 256, &info,
+						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * group_add
+ *		Add one sample to its statement's group, made if needed; a sample
+ *		that finds no room (too many groups) is lost, and an event that
+ *		finds none in its group's batch is counted by type only, its event
+ *		row dropped.
+ */
+static void
+group_add(const PgssNgWaitSample *smp, TimestampTz now, int64 *lost,
+		  int64 *events_dropped)
+{
+	PgssNgStmtKey key;
+	SamplerGroup *g;
+	bool		found;
+	uint32		ev = smp->wait_event_info;
+	int			e;
+
+	memset(&key, 0, sizeof(key));
+	key.userid = smp->userid;
+	key.dbid = smp->dbid;
+	key.queryid = smp->queryid;
+	key.toplevel = smp->toplevel;
+	g = hash_search(groups, &key, HASH_FIND, NULL);
+	if (g == NULL)
+	{
+		if (hash_get_num_entries(groups) >= PGSS_NG_SAMPLER_MAX_WAITING)
+		{
+			(*lost)++;
+			return;
+		}
+		g = hash_search(groups, &key, HASH_ENTER, &found);
+		memset(&g->batch, 0, sizeof(g->batch));
+		g->total = 0;
+		g->retry_tick = tick;
+	}
+	g->last_sample = now;
+	g->total++;
+	g->batch.samples[pgss_ng_wait_type(ev)]++;
+	if (ev == 0)
+		return;
+	for (e = 0; e < g->batch.nevents && g->batch.event[e] != ev; e++)
+		;
+	if (e == g->batch.nevents)
+	{
+		if (e == PGSS_NG_WAIT_MAX_EVENTS)
+		{
+			(*events_dropped)++;
+			return;
+		}
+		g->batch.event[e] = ev;
+		g->batch.count[e] = 0;
+		g->batch.nevents++;
+	}
+	g->batch.count[e]++;
+}
+
+/*
+ * sample_once
+ *		One tick: sample every backend, group the samples by statement, and
+ *		add each group whose turn it is to its entry; a group whose entry is
+ *		not there is tried again later, or lost after its grace.
+ */
+static void
+sample_once(TimestampTz now)
+{
+	HASH_SEQ_STATUS status;
+	SamplerGroup *g;
+	int			n;
+	int64		lost = 0;
+	int64		events_dropped = 0;
+
+	tick++;
+	n = pgss_ng_waits_collect(samples, max_samples);
+	for (int i = 0; i < n; i++)
+		group_add(&samples[i], now, &lost, &events_dropped);
+
+	hash_seq_init(&status, groups);
+	while ((g = hash_seq_search(&status)) != NULL)
+	{
+		if (g->retry_tick > tick)
+			continue;
+		if (pgss_ng_waits_add(&g->key, &g->batch))
+			hash_search(groups, &g->key, HASH_REMOVE, NULL);
+		else if (TimestampDifferenceExceeds(g->last_sample, now,
+											PGSS_NG_SAMPLER_GRACE_MS))
+		{
+			lost += g->total;
+			hash_search(groups, &g->key, HASH_REMOVE, NULL);
+		}
+		else
+			g->retry_tick = tick + PGSS_NG_SAMPLER_RETRY;
+	}
+	if (lost > 0)
+		pgss_ng_waits_count_lost(lost);
+	if (events_dropped > 0)
+		pgss_ng_waits_count_events_dropped(events_dropped);
+}
+
+/*
+ * pgss_ng_sampler_timeout
+ *		How long the writer may sleep before the next tick (ms), -1 while
+ *		sampling is off.
+ */
+long
+pgss_ng_sampler_timeout(void)
+{
+	TimestampTz now;
+
+	if (pgss_ng_wait_sample_period == 0)
+		return -1;
+	if (next_tick == 0)
+		return 0;
+	now = GetCurrentTimestamp();
+	if (now >= next_tick)
+		return 0;
+	return (long) ((next_tick - now + 999) / 1000);
+}
+
+/*
+ * pgss_ng_sampler_run
+ *		Take a tick if one is due.  Ticks missed (the writer was busy) are
+ *		skipped, not made up.  Memory: the buffers made at the first tick.
+ */
+void
+pgss_ng_sampler_run(void)
+{
+	TimestampTz now;
+	int64		period_us = (int64) pgss_ng_wait_sample_period * 1000;
+
+	if (period_us == 0)
+	{
+		next_tick = 0;
+		return;
+	}
+	now = GetCurrentTimestamp();
+	if (next_tick != 0 && now < next_tick)
+		return;
+	if (groups == NULL)
+		sampler_setup();
+	sample_once(now);
+	next_tick = (next_tick == 0 || now - next_tick >= period_us) ?
+		now + period_us : next_tick + period_us;
+}
