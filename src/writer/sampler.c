@@ -7,6 +7,11 @@
  *	  statement's key and wait event: stmt/waits.c), groups the samples by
  *	  statement and adds each group to its entry.
  *
+ * A tick counts for the periods since the previous one: one normally, more
+ * when the writer woke up late (at most PGSS_NG_SAMPLER_MAX_WEIGHT; a
+ * longer gap is lost time), so that samples x period stays an estimate of
+ * the time whatever the writer's scheduling.
+ *
  * A statement's entry may not exist yet while it runs (one without
  * constants gets it when its first execution ends): its samples wait here,
  * tried again every PGSS_NG_SAMPLER_RETRY ticks, and count as lost
@@ -38,6 +43,9 @@
 /* Statements whose samples may wait at once. */
 #define PGSS_NG_SAMPLER_MAX_WAITING	1024
 
+/* The most periods one tick counts for. */
+#define PGSS_NG_SAMPLER_MAX_WEIGHT	10
+
 /* The samples of one statement not yet added to its entry. */
 typedef struct SamplerGroup
 {
@@ -53,6 +61,8 @@ static PgssNgWaitSample *samples = NULL;
 static int	max_samples = 0;
 static uint64 tick = 0;
 static TimestampTz next_tick = 0;	/* 0: sampling was off */
+static TimestampTz last_tick = 0;	/* 0: none since it was */
+static int64 carry_us = 0;		/* time since last_tick not yet counted */
 
 /*
  * sampler_setup
@@ -77,14 +87,14 @@ sampler_setup(void)
 
 /*
  * group_add
- *		Add one sample to its statement's group, made if needed; a sample
- *		that finds no room (too many groups) is lost, and an event that
- *		finds none in its group's batch is counted by type only, its event
- *		row dropped.
+ *		Add one sample, counting for weight periods, to its statement's
+ *		group, made if needed; a sample that finds no room (too many
+ *		groups) is lost, and an event that finds none in its group's batch
+ *		is counted by type only, its event row dropped.
  */
 static void
-group_add(const PgssNgWaitSample *smp, TimestampTz now, int64 *lost,
-		  int64 *events_dropped)
+group_add(const PgssNgWaitSample *smp, uint32 weight, TimestampTz now,
+		  int64 *lost, int64 *events_dropped)
 {
 	PgssNgStmtKey key;
 	SamplerGroup *g;
@@ -102,7 +112,7 @@ group_add(const PgssNgWaitSample *smp, TimestampTz now, int64 *lost,
 	{
 		if (hash_get_num_entries(groups) >= PGSS_NG_SAMPLER_MAX_WAITING)
 		{
-			(*lost)++;
+			*lost += weight;
 			return;
 		}
 		g = hash_search(groups, &key, HASH_ENTER, &found);
@@ -111,8 +121,8 @@ group_add(const PgssNgWaitSample *smp, TimestampTz now, int64 *lost,
 		g->retry_tick = tick;
 	}
 	g->last_sample = now;
-	g->total++;
-	g->batch.samples[pgss_ng_wait_type(ev)]++;
+	g->total += weight;
+	g->batch.samples[pgss_ng_wait_type(ev)] += weight;
 	if (ev == 0)
 		return;
 	for (e = 0; e < g->batch.nevents && g->batch.event[e] != ev; e++)
@@ -121,24 +131,25 @@ group_add(const PgssNgWaitSample *smp, TimestampTz now, int64 *lost,
 	{
 		if (e == PGSS_NG_WAIT_MAX_EVENTS)
 		{
-			(*events_dropped)++;
+			*events_dropped += weight;
 			return;
 		}
 		g->batch.event[e] = ev;
 		g->batch.count[e] = 0;
 		g->batch.nevents++;
 	}
-	g->batch.count[e]++;
+	g->batch.count[e] += weight;
 }
 
 /*
  * sample_once
- *		One tick: sample every backend, group the samples by statement, and
- *		add each group whose turn it is to its entry; a group whose entry is
- *		not there is tried again later, or lost after its grace.
+ *		One tick, counting for weight periods: sample every backend, group
+ *		the samples by statement, and add each group whose turn it is to
+ *		its entry; a group whose entry is not there is tried again later,
+ *		or lost after its grace.
  */
 static void
-sample_once(TimestampTz now)
+sample_once(TimestampTz now, uint32 weight)
 {
 	HASH_SEQ_STATUS status;
 	SamplerGroup *g;
@@ -149,7 +160,7 @@ sample_once(TimestampTz now)
 	tick++;
 	n = pgss_ng_waits_collect(samples, max_samples);
 	for (int i = 0; i < n; i++)
-		group_add(&samples[i], now, &lost, &events_dropped);
+		group_add(&samples[i], weight, now, &lost, &events_dropped);
 
 	hash_seq_init(&status, groups);
 	while ((g = hash_seq_search(&status)) != NULL)
@@ -195,18 +206,22 @@ pgss_ng_sampler_timeout(void)
 
 /*
  * pgss_ng_sampler_run
- *		Take a tick if one is due.  Ticks missed (the writer was busy) are
- *		skipped, not made up.  Memory: the buffers made at the first tick.
+ *		Take a tick if one is due (a period after the last one), counting
+ *		for the whole periods since the last one, the rest carried to the
+ *		next.  Memory: the buffers made at the first tick.
  */
 void
 pgss_ng_sampler_run(void)
 {
 	TimestampTz now;
 	int64		period_us = (int64) pgss_ng_wait_sample_period * 1000;
+	int64		weight = 1;
 
 	if (period_us == 0)
 	{
 		next_tick = 0;
+		last_tick = 0;
+		carry_us = 0;
 		return;
 	}
 	now = GetCurrentTimestamp();
@@ -214,7 +229,20 @@ pgss_ng_sampler_run(void)
 		return;
 	if (groups == NULL)
 		sampler_setup();
-	sample_once(now);
-	next_tick = (next_tick == 0 || now - next_tick >= period_us) ?
-		now + period_us : next_tick + period_us;
+	if (last_tick != 0)
+	{
+		int64		elapsed = now - last_tick + carry_us;
+
+		weight = elapsed / period_us;
+		carry_us = elapsed - weight * period_us;
+		/* past the cap the rest is lost; a clock stepped back counts one */
+		if (weight >= PGSS_NG_SAMPLER_MAX_WEIGHT || weight < 1)
+		{
+			weight = Max(Min(weight, PGSS_NG_SAMPLER_MAX_WEIGHT), 1);
+			carry_us = 0;
+		}
+	}
+	sample_once(now, (uint32) weight);
+	last_tick = now;
+	next_tick = now + period_us;
 }
