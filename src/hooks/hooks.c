@@ -486,16 +486,18 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
  *		For a tracked statement, a run that ends in an ERROR (e.g. from an
  *		AFTER trigger in ExecutorFinish) counts as a failed execution, its
  *		earlier runs' time included, before the ERROR is re-thrown;
- *		otherwise the frame just ends.  Its key is published for the wait
- *		sampler meanwhile (the span total_exec_time measures).
+ *		otherwise the frame just ends.  With sampled, its key is
+ *		published for the wait sampler meanwhile (the span
+ *		total_exec_time measures).
  */
 static void
 call_in_exec_frame(QueryDesc *queryDesc,
-				   void (*call) (QueryDesc *queryDesc, void *arg), void *arg)
+				   void (*call) (QueryDesc *queryDesc, void *arg), void *arg,
+				   bool sampled)
 {
 	bool		tracked = exec_tracked(queryDesc);
 	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
-	int			waitkey = tracked ?
+	int			waitkey = tracked && sampled ?
 		pgss_ng_waits_push(queryDesc->plannedstmt->queryId,
 						   exec_nested_level == 0) : -1;
 
@@ -553,17 +555,21 @@ pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 	PgssNgRunArgs run;
 
 	PGSS_NG_RUN_ARGS_SAVE(run);
-	call_in_exec_frame(queryDesc, call_executor_run, &run);
+	call_in_exec_frame(queryDesc, call_executor_run, &run, true);
 }
 
 /*
  * pgss_ng_ExecutorFinish
  *		Track nesting depth and failed executions (call_in_exec_frame).
+ *		Sampled where it runs AFTER triggers or a modifying CTE's rest:
+ *		a SELECT's does nothing worth a published key.
  */
 static void
 pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 {
-	call_in_exec_frame(queryDesc, call_executor_finish, NULL);
+	call_in_exec_frame(queryDesc, call_executor_finish, NULL,
+					   queryDesc->operation != CMD_SELECT ||
+					   queryDesc->plannedstmt->hasModifyingCTE);
 }
 
 /*
