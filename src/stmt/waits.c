@@ -68,6 +68,10 @@ typedef struct WaitsControl
 
 #define WAITS_SLOTS_OFFSET	CACHELINEALIGN(sizeof(WaitsControl))
 
+/* each slot in cache lines of its own: no false sharing between backends */
+StaticAssertDecl(sizeof(PgssNgWaitSlot) % PG_CACHE_LINE_SIZE == 0,
+				 "PgssNgWaitSlot must fill whole cache lines");
+
 /* Rows dropped at once when the table is full: a sixteenth of it. */
 #define WAITS_DROP_SHARE	16
 
@@ -340,6 +344,7 @@ unlink_row(PgssNgWaitSamples *w, uint32 r)
 
 	while (*link != 0 && *link != r)
 		link = &waits_rows[*link].next;
+	Assert(*link == r);
 	if (*link == r)
 		*link = waits_rows[r].next;
 	waits_rows[r].next = waits_ctl->free_head;

@@ -68,7 +68,7 @@ extern void pgss_ng_wait_groups(const uint64 *samples, uint64 *groups);
  * is raised before a key is written, so a reader that saw it unchanged
  * around its read of depth and the key read them whole.
  */
-#define PGSS_NG_WAIT_DEPTH		16
+#define PGSS_NG_WAIT_DEPTH		15	/* a slot is then 256 bytes */
 
 typedef struct PgssNgWaitKey
 {

@@ -3,10 +3,11 @@
  * sqlfuncs.c
  *	  SQL-callable functions: pgss_ng(showtext, changed_since) (the
  *	  counters) and pgss_ng_detail(showtext, changed_since) (the same rows,
- *	  with when each entry last ran, its time quantiles and its CPU
- *	  times), pgss_ng_reset(...), pgss_ng_info(), pgss_ng_evicted(),
+ *	  with when each entry last ran, its time quantiles, its CPU times and
+ *	  its wait times), pgss_ng_reset(...), pgss_ng_info(), pgss_ng_evicted(),
  *	  pgss_ng_evictions() and the time histograms of one entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
+ *	  The wait-event profile, pgss_ng_waits(), is waitfuncs.c's.
  *
  * Privileges follow pg_stat_statements, one rule: every role sees every
  * entry's numbers (counters, times, quantiles, CPU, errors), but which
