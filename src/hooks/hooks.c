@@ -486,20 +486,22 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
  *		For a tracked statement, a run that ends in an ERROR (e.g. from an
  *		AFTER trigger in ExecutorFinish) counts as a failed execution, its
  *		earlier runs' time included, before the ERROR is re-thrown;
- *		otherwise the frame just ends.  With sampled, its key is
- *		published for the wait sampler meanwhile (the span
- *		total_exec_time measures).
+ *		otherwise the frame just ends.  Its key is published for the wait
+ *		sampler meanwhile (the span total_exec_time measures), but not
+ *		during the ExecutorFinish (arg NULL) of a SELECT, which runs no
+ *		trigger.
  */
 static void
 call_in_exec_frame(QueryDesc *queryDesc,
-				   void (*call) (QueryDesc *queryDesc, void *arg), void *arg,
-				   bool sampled)
+				   void (*call) (QueryDesc *queryDesc, void *arg), void *arg)
 {
 	bool		tracked = exec_tracked(queryDesc);
 	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
-	int			waitkey = tracked && sampled ?
-		pgss_ng_waits_push(queryDesc->plannedstmt->queryId,
-						   exec_nested_level == 0) : -1;
+	int			waitkey = tracked &&
+		(arg != NULL || queryDesc->operation != CMD_SELECT ||
+		 queryDesc->plannedstmt->hasModifyingCTE) ?
+		pgss_ng_waits_push(queryDesc->plannedstmt->queryId, GetUserId(),
+						   exec_nested_level) : -1;
 
 	pgss_ng_cpu_exec_enter(queryDesc);
 	exec_nested_level++;
@@ -555,21 +557,17 @@ pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 	PgssNgRunArgs run;
 
 	PGSS_NG_RUN_ARGS_SAVE(run);
-	call_in_exec_frame(queryDesc, call_executor_run, &run, true);
+	call_in_exec_frame(queryDesc, call_executor_run, &run);
 }
 
 /*
  * pgss_ng_ExecutorFinish
  *		Track nesting depth and failed executions (call_in_exec_frame).
- *		Sampled where it runs AFTER triggers or a modifying CTE's rest:
- *		a SELECT's does nothing worth a published key.
  */
 static void
 pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 {
-	call_in_exec_frame(queryDesc, call_executor_finish, NULL,
-					   queryDesc->operation != CMD_SELECT ||
-					   queryDesc->plannedstmt->hasModifyingCTE);
+	call_in_exec_frame(queryDesc, call_executor_finish, NULL);
 }
 
 /*
@@ -760,7 +758,8 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		pgss_ng_stmt_begin(saved_queryId, exec_nested_level == 0, queryString,
 						   saved_stmt_location, saved_stmt_len, 0) : -1;
 	waitkey = saved_queryId != UINT64CONST(0) ?
-		pgss_ng_waits_push(saved_queryId, exec_nested_level == 0) : -1;
+		pgss_ng_waits_push(saved_queryId, GetUserId(),
+						   exec_nested_level) : -1;
 	pgss_ng_measure_start(&m);
 
 	exec_nested_level++;

@@ -187,7 +187,7 @@ pgss_ng_waits_shmem_startup(int max_entries)
 }
 
 /*
- * pgss_ng_waits_attach
+ * waits_attach
  *		This backend's slot, at its first key, when sampling is on: the
  *		one of its PGPROC, emptied and marked with its process id (the
  *		sampler ignores a slot whose process id is not its PGPROC's: one
@@ -195,8 +195,8 @@ pgss_ng_waits_shmem_startup(int max_entries)
  *		off (tried again at the next key), or for a process that has no
  *		slot.
  */
-PgssNgWaitSlot *
-pgss_ng_waits_attach(void)
+static PgssNgWaitSlot *
+waits_attach(void)
 {
 	PgssNgWaitSlot *s;
 	int			procno;
@@ -221,6 +221,52 @@ pgss_ng_waits_attach(void)
 	s->pid = MyProcPid;
 	pgss_ng_waits_my_slot = s;
 	return s;
+}
+
+/*
+ * push_attaching
+ *		pgss_ng_waits_push() of a backend without its slot yet: attach it
+ *		(waits_attach), then push; -1 if there is none.  Apart, so that
+ *		the push of an attached backend needs no stack frame.
+ */
+static pg_noinline int
+push_attaching(uint64 queryid, Oid userid, int level)
+{
+	if (waits_attach() == NULL)
+		return -1;
+	return pgss_ng_waits_push(queryid, userid, level);
+}
+
+/*
+ * pgss_ng_waits_push
+ *		Publish (queryid, userid, toplevel), userid the current user and
+ *		toplevel whether the nesting level is 0, as this backend's
+ *		innermost tracked statement, until pgss_ng_waits_pop() with what
+ *		this returns (on the normal and the error path alike): the change
+ *		counter, the key, then the depth, a few stores into this backend's
+ *		own slot.  -1 when nothing was published (sampling off, or no
+ *		slot).
+ */
+int
+pgss_ng_waits_push(uint64 queryid, Oid userid, int level)
+{
+	PgssNgWaitSlot *s = pgss_ng_waits_my_slot;
+	uint32		d;
+
+	if (unlikely(s == NULL))
+		return push_attaching(queryid, userid, level);
+	d = s->depth;
+	if (likely(d < PGSS_NG_WAIT_DEPTH))
+	{
+		s->changes++;
+		pg_write_barrier();
+		s->keys[d].queryid = queryid;
+		s->keys[d].userid = userid;
+		s->keys[d].toplevel = level == 0;
+		pg_write_barrier();
+	}
+	s->depth = d + 1;
+	return (int) d;
 }
 
 /*
@@ -251,7 +297,7 @@ pgss_ng_waits_collect(PgssNgWaitSample *out, int max)
 
 	for (int i = 0; i < waits_ctl->nslots && n < max; i++)
 	{
-		PgssNgWaitSlot *s = &waits_slots[i];
+		volatile PgssNgWaitSlot *s = &waits_slots[i];
 		volatile PGPROC *proc = &ProcGlobal->allProcs[i];
 		int			pid;
 		bool		taken = false;

@@ -79,46 +79,22 @@ typedef struct PgssNgWaitKey
 
 typedef struct PgssNgWaitSlot
 {
-	volatile uint32 changes;
+	uint32		changes;		/* read through a volatile pointer */
 	volatile uint32 depth;
 	int			pid;			/* its backend, set at its first key */
 	Oid			dbid;
 	PgssNgWaitKey keys[PGSS_NG_WAIT_DEPTH];
 } PgssNgWaitSlot;
 
-/* this backend's slot, NULL until its first key (pgss_ng_waits_attach) */
+/* this backend's slot, NULL until its first key (pgss_ng_waits_push) */
 extern PGDLLIMPORT PgssNgWaitSlot *pgss_ng_waits_my_slot;
-extern PgssNgWaitSlot *pgss_ng_waits_attach(void);
 
 /*
- * pgss_ng_waits_push
- *		Publish (queryid, toplevel) with the current user as this backend's
- *		innermost tracked statement, until pgss_ng_waits_pop() with what
- *		this returns (on the normal and the error path alike).  A few
- *		stores into this backend's own slot; -1 when nothing was published
- *		(sampling off, or no slot).
+ * pgss_ng_waits_push publishes a key until pgss_ng_waits_pop() with what it
+ * returned (waits.c); out of line, so that the hooks that call it keep
+ * their small frames.
  */
-static inline int
-pgss_ng_waits_push(uint64 queryid, bool toplevel)
-{
-	PgssNgWaitSlot *s = pgss_ng_waits_my_slot;
-	uint32		d;
-
-	if (unlikely(s == NULL) && (s = pgss_ng_waits_attach()) == NULL)
-		return -1;
-	d = s->depth;
-	if (likely(d < PGSS_NG_WAIT_DEPTH))
-	{
-		s->changes++;
-		pg_write_barrier();
-		s->keys[d].queryid = queryid;
-		s->keys[d].userid = GetUserId();
-		s->keys[d].toplevel = toplevel;
-		pg_write_barrier();
-	}
-	s->depth = d + 1;
-	return (int) d;
-}
+extern int	pgss_ng_waits_push(uint64 queryid, Oid userid, int level);
 
 /*
  * pgss_ng_waits_pop
