@@ -99,7 +99,7 @@ CREATE VIEW pgss_ng_detail AS
 
 GRANT SELECT ON pgss_ng_detail TO PUBLIC;
 
--- pgss_ng_info: wait_events_dropped, wait_samples_lost
+-- pgss_ng_info: wait_events_dropped, wait_samples_lost, wait_samples_added
 DROP VIEW pgss_ng_info;
 DROP FUNCTION pgss_ng_info();
 CREATE FUNCTION pgss_ng_info(
@@ -118,7 +118,8 @@ CREATE FUNCTION pgss_ng_info(
     OUT eviction_time float8,
     OUT last_eviction timestamptz,
     OUT wait_events_dropped bigint,
-    OUT wait_samples_lost bigint
+    OUT wait_samples_lost bigint,
+    OUT wait_samples_added timestamptz
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'

@@ -212,7 +212,8 @@ CREATE FUNCTION pgss_ng_info(
     OUT eviction_time float8,
     OUT last_eviction timestamptz,
     OUT wait_events_dropped bigint,
-    OUT wait_samples_lost bigint
+    OUT wait_samples_lost bigint,
+    OUT wait_samples_added timestamptz
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'

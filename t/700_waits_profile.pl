@@ -94,26 +94,20 @@ sub queryid_of
 		"SELECT queryid FROM pgss_ng WHERE query = '$text'");
 }
 
-# The samples of the entry of $qid, once the sampler has added all of
-# them (two reads 50 ms apart agree, and are not empty unless $may_be_none):
-# total, and a hash event => samples ('CPU' for no wait event).
+# The samples of the entry of $qid (and $where), once the sampler has
+# added every sample taken so far: total, and a hash event => samples
+# ('CPU' for no wait event).
 sub samples_of
 {
-	my ($qid, $where, $may_be_none) = @_;
+	my ($qid, $where) = @_;
 	$where //= '';
-	my ($prev, $cur) = ('x', 'y');
-	for (1 .. 200)
-	{
-		$cur = untracked_psql($node,
-			"SELECT string_agg(wait_event_type || ':' || coalesce(wait_event, ''),
-							   ',' ORDER BY wait_event_type, wait_event)
-					|| '=' || string_agg(samples::text, ','
-										 ORDER BY wait_event_type, wait_event)
-			 FROM pgss_ng_waits WHERE queryid = $qid $where");
-		last if ($cur ne '' || $may_be_none) && $cur eq $prev;
-		$prev = $cur;
-		usleep(50_000);
-	}
+	waits_added($node);
+	my $cur = untracked_psql($node,
+		"SELECT string_agg(wait_event_type || ':' || coalesce(wait_event, ''),
+						   ',' ORDER BY wait_event_type, wait_event)
+				|| '=' || string_agg(samples::text, ','
+									 ORDER BY wait_event_type, wait_event)
+		 FROM pgss_ng_waits WHERE queryid = $qid $where");
 	my ($k, $v) = split /=/, $cur;
 	my @k = split /,/, $k // '';
 	my @v = split /,/, $v // '';
@@ -245,8 +239,7 @@ my %sleep_qid;
 	my $inner = queryid_of('SELECT pg_sleep($1) FROM (VALUES ($2)) v');
 	my $outer = queryid_of('SELECT nested()');
 	my ($itotal, $iby) = samples_of($inner, 'AND NOT toplevel');
-	# read once the inner ones are in: its samples came with theirs
-	my ($ototal, $oby) = samples_of($outer, 'AND toplevel', 1);
+	my ($ototal, $oby) = samples_of($outer, 'AND toplevel');
 	cmp_ok(($iby->{'Timeout:PgSleep'} // 0) / ($itotal || 1), '>=', 0.9,
 		'track = all: the inner pg_sleep has >= 90% of its samples in PgSleep')
 	  or diag(explain($iby));
@@ -266,6 +259,7 @@ my %sleep_qid;
 		$node->safe_psql('postgres', 'SELECT burn(0.05) > 0',
 			extra_params => [ '-U', $role ]);
 	}
+	waits_added($node);
 	my $alice = $node->safe_psql('postgres',
 		q{SELECT count(*) > 0, bool_and(userid = 'alice'::regrole::oid)
 		  FROM pgss_ng_waits},
@@ -284,6 +278,7 @@ my $all = q{SELECT userid, dbid, toplevel, queryid, wait_event_type,
 				   wait_event, samples
 			FROM pgss_ng_waits ORDER BY 1, 2, 3, 4, 5, 6};
 {
+	waits_added($node);
 	my $before = untracked_psql($node, $all);
 	my $types = untracked_psql($node,
 		"SELECT wait_cpu_time, wait_lock_time, wait_other_time FROM pgss_ng_detail
@@ -324,18 +319,22 @@ my $all = q{SELECT userid, dbid, toplevel, queryid, wait_event_type,
 	$node->safe_psql('postgres', 'SELECT pg_sleep(0.2)');
 	is( untracked_psql(
 			$node,
-			q{SELECT count(*) FROM pgss_ng_waits w JOIN pgss_ng s USING (queryid)
-			  WHERE s.query = 'SELECT pg_sleep($1)'}),
-		'0',
-		'sampling off: no samples');
-	is( untracked_psql(
-			$node,
 			q{SELECT wait_other_time IS NULL FROM pgss_ng_detail
 			  WHERE query = 'SELECT pg_sleep($1)'}),
 		't',
 		'sampling off: the wait time columns are NULL');
 	untracked_psql($node,
 		'ALTER SYSTEM RESET pgss_ng.wait_sample_period; SELECT pg_reload_conf()');
+	ok($node->poll_query_until('postgres',
+			'SHOW pgss_ng.wait_sample_period', '5ms'),
+		'sampling on again');
+	waits_added($node);
+	is( untracked_psql(
+			$node,
+			q{SELECT count(*) FROM pgss_ng_waits w JOIN pgss_ng s USING (queryid)
+			  WHERE s.query = 'SELECT pg_sleep($1)'}),
+		'0',
+		'the statement run while it was off has no samples');
 }
 
 # --- 1.0 upgraded is 1.1 ----------------------------------------------------------------

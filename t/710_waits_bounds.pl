@@ -34,20 +34,12 @@ create_wide_table($node, 'w', 130);
 is(untracked_psql($node, 'SHOW pgss_ng.wait_events_max'), '4',
 	'the table has 4 rows');
 
-# Wait until the sampler has added every sample of the entries whose text
-# matches $like (two reads 50 ms apart agree); returns the last read.
+# $sql's answer once the sampler has added every sample taken so far.
 sub settled
 {
 	my ($sql) = @_;
-	my ($prev, $cur) = ('x', 'y');
-	for (1 .. 200)
-	{
-		$cur = untracked_psql($node, $sql);
-		last if $cur eq $prev;
-		$prev = $cur;
-		usleep(50_000);
-	}
-	return $cur;
+	waits_added($node);
+	return untracked_psql($node, $sql);
 }
 
 my $other_of = q{SELECT query, wait_other_time FROM pgss_ng_detail
@@ -65,7 +57,7 @@ is(scalar(@others), 7, 'seven sleeping statements');
 is(scalar(grep { /\|(\d+)$/ && $1 > 0 } @others),
 	7, 'each keeps its Timeout samples per type (wait_other_time > 0)')
   or diag($others);
-my $rows = untracked_psql($node,
+my $rows = settled(
 	q{SELECT count(*) FROM pgss_ng_waits WHERE wait_event_type <> 'CPU'});
 cmp_ok($rows, '<=', 4, 'at most 4 rows of wait events are kept');
 my $dropped = untracked_psql($node,

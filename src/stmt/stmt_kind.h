@@ -270,6 +270,7 @@ typedef struct PgssNgInfoSnapshot
 	PgssNgQtextStats qtext;		/* the text arena */
 	int64		wait_events_dropped;	/* per-event rows dropped (waits.c) */
 	int64		wait_samples_lost;	/* wait samples no entry took */
+	TimestampTz wait_samples_added;	/* the sampler's last adding, 0: none */
 } PgssNgInfoSnapshot;
 
 /*

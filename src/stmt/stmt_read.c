@@ -330,7 +330,8 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
-	pgss_ng_waits_info(&out->wait_events_dropped, &out->wait_samples_lost);
+	pgss_ng_waits_info(&out->wait_events_dropped, &out->wait_samples_lost,
+					   &out->wait_samples_added);
 }
 
 /*

@@ -64,6 +64,8 @@ typedef struct WaitsControl
 	uint32		free_head;		/* first free row */
 	pg_atomic_uint64 events_dropped;	/* rows dropped when full */
 	pg_atomic_uint64 samples_lost;	/* samples no entry took */
+	pg_atomic_uint64 added_at;	/* TimestampTz: the sampler's last adding
+								 * of its samples to the entries, 0: none */
 } WaitsControl;
 
 #define WAITS_SLOTS_OFFSET	CACHELINEALIGN(sizeof(WaitsControl))
@@ -180,6 +182,7 @@ pgss_ng_waits_shmem_startup(int max_entries)
 	waits_ctl->nrows = rows_wanted(max_entries);
 	pg_atomic_init_u64(&waits_ctl->events_dropped, 0);
 	pg_atomic_init_u64(&waits_ctl->samples_lost, 0);
+	pg_atomic_init_u64(&waits_ctl->added_at, 0);
 	/* every row free, in order */
 	for (uint32 r = 1; r <= waits_ctl->nrows; r++)
 		waits_rows[r].next = r < waits_ctl->nrows ? r + 1 : 0;
@@ -676,15 +679,29 @@ pgss_ng_waits_count_events_dropped(int64 n)
 }
 
 /*
- * pgss_ng_waits_info / pgss_ng_waits_reset_info
- *		pgss_ng_info's counters: rows dropped from the full table, samples
- *		lost; and their restart by a full reset.  Atomics, no lock.
+ * pgss_ng_waits_set_added
+ *		The sampler has added every sample it took up to at to the entries
+ *		that exist (the others wait for theirs).
  */
 void
-pgss_ng_waits_info(int64 *events_dropped, int64 *samples_lost)
+pgss_ng_waits_set_added(TimestampTz at)
+{
+	pg_atomic_write_u64(&waits_ctl->added_at, (uint64) at);
+}
+
+/*
+ * pgss_ng_waits_info / pgss_ng_waits_reset_info
+ *		pgss_ng_info's counters: rows dropped from the full table, samples
+ *		lost, when the sampler last added its samples (0: never); and the
+ *		counters' restart by a full reset.  Atomics, no lock.
+ */
+void
+pgss_ng_waits_info(int64 *events_dropped, int64 *samples_lost,
+				   TimestampTz *added_at)
 {
 	*events_dropped = (int64) pg_atomic_read_u64(&waits_ctl->events_dropped);
 	*samples_lost = (int64) pg_atomic_read_u64(&waits_ctl->samples_lost);
+	*added_at = (TimestampTz) pg_atomic_read_u64(&waits_ctl->added_at);
 }
 
 void

@@ -19,6 +19,7 @@
 #ifndef PGSS_NG_WAITS_H
 #define PGSS_NG_WAITS_H
 
+#include "datatype/timestamp.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "utils/dsa.h"
@@ -124,7 +125,7 @@ struct PgssNgStmtKey;
  * Samples of one statement to add (pgss_ng_waits_add): per type, and per
  * wait event (not CPU) those that fit in PGSS_NG_WAIT_MAX_EVENTS.
  */
-#define PGSS_NG_WAIT_MAX_EVENTS	16
+#define PGSS_NG_WAIT_MAX_EVENTS	32
 
 typedef struct PgssNgWaitBatch
 {
@@ -157,6 +158,7 @@ extern bool pgss_ng_waits_add(const struct PgssNgStmtKey *key,
 							  const PgssNgWaitBatch *b);
 extern void pgss_ng_waits_count_lost(int64 n);
 extern void pgss_ng_waits_count_events_dropped(int64 n);
+extern void pgss_ng_waits_set_added(TimestampTz at);
 
 /* the statement kind: its entries' samples */
 extern void pgss_ng_waits_release(PgssNgWaitSamples *w);
@@ -167,7 +169,8 @@ extern int	pgss_ng_waits_restore_rows(const struct PgssNgStmtKey *key,
 									   const PgssNgWaitRow *rows, int n);
 
 /* pgss_ng_info's counters */
-extern void pgss_ng_waits_info(int64 *events_dropped, int64 *samples_lost);
+extern void pgss_ng_waits_info(int64 *events_dropped, int64 *samples_lost,
+							   TimestampTz *added_at);
 extern void pgss_ng_waits_reset_info(void);
 
 #endif							/* PGSS_NG_WAITS_H */

@@ -587,7 +587,8 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
  *		dropped, entries_allocated, entries_max, backstop_skips,
  *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
  *		entries_evicted, eviction_time, last_eviction, then (1.1)
- *		wait_events_dropped, wait_samples_lost (see docs/reference.md;
+ *		wait_events_dropped, wait_samples_lost, wait_samples_added (see
+ *		docs/reference.md;
  *		the columns the SQL declares); qtext_bytes, qtext_count and
  *		qtext_dropped are NULL for roles without the privileges of
  *		pg_read_all_stats.
@@ -597,8 +598,8 @@ Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16];
+	Datum		values[17];
+	bool		nulls[17];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -647,6 +648,10 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 		nulls[i++] = true;
 	values[i++] = Int64GetDatum(info.wait_events_dropped);
 	values[i++] = Int64GetDatum(info.wait_samples_lost);
+	if (info.wait_samples_added != 0)
+		values[i++] = TimestampTzGetDatum(info.wait_samples_added);
+	else
+		nulls[i++] = true;
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

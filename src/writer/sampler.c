@@ -4,8 +4,10 @@
  *	  The wait-event sampler, run by the writer (writer.c) between its
  *	  other duties: every pgss_ng.wait_sample_period ms it takes one
  *	  sample of each backend running a tracked statement (its innermost
- *	  statement's key and wait event: stmt/waits.c), groups the samples by
- *	  statement and adds each group to its entry.
+ *	  statement's key and wait event: stmt/waits.c) and groups the samples
+ *	  by statement; every PGSS_NG_SAMPLER_FOLD_MS it adds each group to its
+ *	  entry (one lookup per statement, not per sample: what the sampler
+ *	  costs then hardly depends on how many backends run one statement).
  *
  * A tick counts for the periods since the previous one: one normally, more
  * when the writer woke up late (at most PGSS_NG_SAMPLER_MAX_WEIGHT; a
@@ -14,7 +16,7 @@
  *
  * A statement's entry may not exist yet while it runs (one without
  * constants gets it when its first execution ends): its samples wait here,
- * tried again every PGSS_NG_SAMPLER_RETRY ticks, and count as lost
+ * tried again at each fold, and count as lost
  * (pgss_ng_info.wait_samples_lost) PGSS_NG_SAMPLER_GRACE_MS after the
  * last one, or when more than PGSS_NG_SAMPLER_MAX_WAITING statements wait.
  *
@@ -34,8 +36,8 @@
 #include "stmt/stmt_kind.h"
 #include "stmt/waits.h"
 
-/* Ticks between two tries of samples whose entry was not there. */
-#define PGSS_NG_SAMPLER_RETRY		10
+/* How often the groups are added to their entries (ms). */
+#define PGSS_NG_SAMPLER_FOLD_MS		100
 
 /* How long samples wait for their entry after the last one (ms). */
 #define PGSS_NG_SAMPLER_GRACE_MS	60000
@@ -52,15 +54,14 @@ typedef struct SamplerGroup
 	PgssNgStmtKey key;			/* hash key: keep first */
 	PgssNgWaitBatch batch;
 	uint64		total;			/* samples in batch */
-	uint64		retry_tick;		/* when to try adding them */
 	TimestampTz last_sample;	/* of the statement */
 } SamplerGroup;
 
 static HTAB *groups = NULL;
 static PgssNgWaitSample *samples = NULL;
 static int	max_samples = 0;
-static uint64 tick = 0;
 static TimestampTz next_tick = 0;	/* 0: sampling was off */
+static TimestampTz next_fold = 0;
 static TimestampTz last_tick = 0;	/* 0: none since it was */
 static int64 carry_us = 0;		/* time since last_tick not yet counted */
 
@@ -118,7 +119,6 @@ group_add(const PgssNgWaitSample *smp, uint32 weight, TimestampTz now,
 		g = hash_search(groups, &key, HASH_ENTER, &found);
 		memset(&g->batch, 0, sizeof(g->batch));
 		g->total = 0;
-		g->retry_tick = tick;
 	}
 	g->last_sample = now;
 	g->total += weight;
@@ -143,10 +143,10 @@ group_add(const PgssNgWaitSample *smp, uint32 weight, TimestampTz now,
 
 /*
  * sample_once
- *		One tick, counting for weight periods: sample every backend, group
- *		the samples by statement, and add each group whose turn it is to
- *		its entry; a group whose entry is not there is tried again later,
- *		or lost after its grace.
+ *		One tick, counting for weight periods: sample every backend and
+ *		group the samples by statement; when a fold is due, add each group
+ *		to its entry (a group whose entry is not there is tried again at
+ *		the next fold, or lost after its grace).
  */
 static void
 sample_once(TimestampTz now, uint32 weight)
@@ -157,26 +157,26 @@ sample_once(TimestampTz now, uint32 weight)
 	int64		lost = 0;
 	int64		events_dropped = 0;
 
-	tick++;
 	n = pgss_ng_waits_collect(samples, max_samples);
 	for (int i = 0; i < n; i++)
 		group_add(&samples[i], weight, now, &lost, &events_dropped);
 
-	hash_seq_init(&status, groups);
-	while ((g = hash_seq_search(&status)) != NULL)
+	if (now >= next_fold)
 	{
-		if (g->retry_tick > tick)
-			continue;
-		if (pgss_ng_waits_add(&g->key, &g->batch))
-			hash_search(groups, &g->key, HASH_REMOVE, NULL);
-		else if (TimestampDifferenceExceeds(g->last_sample, now,
-											PGSS_NG_SAMPLER_GRACE_MS))
+		next_fold = now + PGSS_NG_SAMPLER_FOLD_MS * INT64CONST(1000);
+		hash_seq_init(&status, groups);
+		while ((g = hash_seq_search(&status)) != NULL)
 		{
-			lost += g->total;
-			hash_search(groups, &g->key, HASH_REMOVE, NULL);
+			if (pgss_ng_waits_add(&g->key, &g->batch))
+				hash_search(groups, &g->key, HASH_REMOVE, NULL);
+			else if (TimestampDifferenceExceeds(g->last_sample, now,
+												PGSS_NG_SAMPLER_GRACE_MS))
+			{
+				lost += g->total;
+				hash_search(groups, &g->key, HASH_REMOVE, NULL);
+			}
 		}
-		else
-			g->retry_tick = tick + PGSS_NG_SAMPLER_RETRY;
+		pgss_ng_waits_set_added(now);
 	}
 	if (lost > 0)
 		pgss_ng_waits_count_lost(lost);
