@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -190,13 +191,26 @@ pgss_ng_waits_shmem_startup(int max_entries)
 }
 
 /*
+ * waits_detach
+ *		on_shmem_exit callback of a backend with a slot: empty it, so that
+ *		a FATAL leaves no key behind (the next backend of the PGPROC
+ *		empties it too, at its first key).
+ */
+static void
+waits_detach(int code, Datum arg)
+{
+	if (pgss_ng_waits_my_slot != NULL)
+		pgss_ng_waits_my_slot->depth = 0;
+	pgss_ng_waits_my_slot = NULL;
+	no_slot = true;
+}
+
+/*
  * waits_attach
  *		This backend's slot, at its first key, when sampling is on: the
- *		one of its PGPROC, emptied and marked with its process id (the
- *		sampler ignores a slot whose process id is not its PGPROC's: one
- *		left by a backend that exited in a FATAL).  NULL while sampling is
- *		off (tried again at the next key), or for a process that has no
- *		slot.
+ *		one of its PGPROC, emptied, to be emptied again at exit
+ *		(waits_detach).  NULL while sampling is off (tried again at the
+ *		next key), or for a process that has no slot.
  */
 static PgssNgWaitSlot *
 waits_attach(void)
@@ -220,8 +234,7 @@ waits_attach(void)
 	s = &waits_slots[procno];
 	s->depth = 0;
 	s->dbid = MyDatabaseId;
-	pg_write_barrier();
-	s->pid = MyProcPid;
+	on_shmem_exit(waits_detach, (Datum) 0);
 	pgss_ng_waits_my_slot = s;
 	return s;
 }
@@ -302,13 +315,9 @@ pgss_ng_waits_collect(PgssNgWaitSample *out, int max)
 	{
 		volatile PgssNgWaitSlot *s = &waits_slots[i];
 		volatile PGPROC *proc = &ProcGlobal->allProcs[i];
-		int			pid;
 		bool		taken = false;
 
 		if (s->depth == 0)
-			continue;
-		pid = proc->pid;
-		if (pid == 0 || pid != s->pid)
 			continue;
 		for (int tries = 0; tries < 4 && !taken; tries++)
 		{
@@ -532,7 +541,7 @@ add_touch(void *shared_data, dsa_pointer shared_dp, void *arg)
 	LWLockAcquire(waits_lock, LW_EXCLUSIVE);
 	if (b != NULL)
 		for (int e = 0; e < b->nevents; e++)
-			add_event(w, shared_dp, b->event[e], b->count[e]);
+			add_event(w, shared_dp, b->events[e].event, b->events[e].count);
 	else
 		for (int e = 0; e < wa->nrows; e++)
 			add_event(w, shared_dp, wa->rows[e].wait_event_info,

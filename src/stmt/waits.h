@@ -82,8 +82,8 @@ typedef struct PgssNgWaitSlot
 {
 	uint32		changes;		/* read through a volatile pointer */
 	volatile uint32 depth;
-	int			pid;			/* its backend, set at its first key */
-	Oid			dbid;
+	Oid			dbid;			/* its backend's, set at its first key */
+	uint32		unused;
 	PgssNgWaitKey keys[PGSS_NG_WAIT_DEPTH];
 } PgssNgWaitSlot;
 
@@ -131,8 +131,11 @@ typedef struct PgssNgWaitBatch
 {
 	uint32		samples[PGSS_NG_WAIT_NTYPES];
 	int			nevents;
-	uint32		event[PGSS_NG_WAIT_MAX_EVENTS];
-	uint32		count[PGSS_NG_WAIT_MAX_EVENTS];
+	struct
+	{
+		uint32		event;
+		uint32		count;
+	}			events[PGSS_NG_WAIT_MAX_EVENTS];
 } PgssNgWaitBatch;
 
 /* One row of pgss_ng_waits as a reader copies it. */

@@ -5,9 +5,10 @@
  *	  other duties: every pgss_ng.wait_sample_period ms it takes one
  *	  sample of each backend running a tracked statement (its innermost
  *	  statement's key and wait event: stmt/waits.c) and groups the samples
- *	  by statement; every PGSS_NG_SAMPLER_FOLD_MS it adds each group to its
- *	  entry (one lookup per statement, not per sample: what the sampler
- *	  costs then hardly depends on how many backends run one statement).
+ *	  by statement; every PGSS_NG_SAMPLER_FOLD_MS (1 s) it adds each group
+ *	  to its entry: one lookup and lock per statement and second, not per
+ *	  sample, which is what a fold costs most (cache misses on the entry,
+ *	  its partition and pgss_ng_waits).
  *
  * A tick counts for the periods since the previous one: one normally, more
  * when the writer woke up late (at most PGSS_NG_SAMPLER_MAX_WEIGHT; a
@@ -36,14 +37,18 @@
 #include "stmt/stmt_kind.h"
 #include "stmt/waits.h"
 
-/* How often the groups are added to their entries (ms). */
-#define PGSS_NG_SAMPLER_FOLD_MS		100
+/*
+ * How often the groups are added to their entries (ms), or sooner when
+ * more than PGSS_NG_SAMPLER_FOLD_GROUPS statements have samples waiting.
+ */
+#define PGSS_NG_SAMPLER_FOLD_MS		1000
+#define PGSS_NG_SAMPLER_FOLD_GROUPS	512
 
 /* How long samples wait for their entry after the last one (ms). */
 #define PGSS_NG_SAMPLER_GRACE_MS	60000
 
 /* Statements whose samples may wait at once. */
-#define PGSS_NG_SAMPLER_MAX_WAITING	1024
+#define PGSS_NG_SAMPLER_MAX_WAITING	4096
 
 /* The most periods one tick counts for. */
 #define PGSS_NG_SAMPLER_MAX_WEIGHT	10
@@ -52,9 +57,9 @@
 typedef struct SamplerGroup
 {
 	PgssNgStmtKey key;			/* hash key: keep first */
-	PgssNgWaitBatch batch;
 	uint64		total;			/* samples in batch */
 	TimestampTz last_sample;	/* of the statement */
+	PgssNgWaitBatch batch;		/* what a tick touches in its first lines */
 } SamplerGroup;
 
 static HTAB *groups = NULL;
@@ -125,7 +130,7 @@ group_add(const PgssNgWaitSample *smp, uint32 weight, TimestampTz now,
 	g->batch.samples[pgss_ng_wait_type(ev)] += weight;
 	if (ev == 0)
 		return;
-	for (e = 0; e < g->batch.nevents && g->batch.event[e] != ev; e++)
+	for (e = 0; e < g->batch.nevents && g->batch.events[e].event != ev; e++)
 		;
 	if (e == g->batch.nevents)
 	{
@@ -134,11 +139,11 @@ group_add(const PgssNgWaitSample *smp, uint32 weight, TimestampTz now,
 			*events_dropped += weight;
 			return;
 		}
-		g->batch.event[e] = ev;
-		g->batch.count[e] = 0;
+		g->batch.events[e].event = ev;
+		g->batch.events[e].count = 0;
 		g->batch.nevents++;
 	}
-	g->batch.count[e] += weight;
+	g->batch.events[e].count += weight;
 }
 
 /*
@@ -161,7 +166,8 @@ sample_once(TimestampTz now, uint32 weight)
 	for (int i = 0; i < n; i++)
 		group_add(&samples[i], weight, now, &lost, &events_dropped);
 
-	if (now >= next_fold)
+	if (now >= next_fold ||
+		hash_get_num_entries(groups) > PGSS_NG_SAMPLER_FOLD_GROUPS)
 	{
 		next_fold = now + PGSS_NG_SAMPLER_FOLD_MS * INT64CONST(1000);
 		hash_seq_init(&status, groups);
