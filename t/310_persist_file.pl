@@ -1,13 +1,13 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 9, the server's major, the
+# - Its header: magic "PGNG", format version 10, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
 #   that many bytes, then its entry's query text; after the records, the
 #   evicted remainder: the size of a row, their number (0 here: nothing
 #   was evicted) and the rows.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (8: no evicted remainder), an entry
+#   magic, an older format version (9: no wait samples), an entry
 #   record size that is not this build's (a record layout changed without
 #   a version bump), an evicted row size that is not this build's, a
 #   PostgreSQL major pgss_ng never supported (14) and another
@@ -59,6 +59,8 @@ sub quiet_psql
 
 sub snapshot
 {
+	# the wait samples of what ran are in (they are added once a second)
+	waits_added($node);
 	return quiet_psql($ALL_ROWS)
 	  . "\n"
 	  . quiet_psql(
@@ -96,9 +98,10 @@ DO $$ BEGIN PERFORM count(*) FROM t; END $$;
 SET work_mem = '5MB';
 });
 
+waits_added($node);
 my $good_rows = quiet_psql($ALL_ROWS);
 my $good_entries = quiet_psql('SELECT entries FROM pgss_ng_info');
-# The texts of the entries, in hex: each ends one record.
+# The texts of the entries, in hex: each follows one record's fixed part.
 my %texts = map { $_ => 1 } split /,/,
   quiet_psql(q{SELECT string_agg(encode(convert_to(query, 'UTF8'), 'hex'), ',') FROM pgss_ng});
 
@@ -110,7 +113,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 9, 'header: format version 9');
+is($version, 10, 'header: format version 10');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -127,7 +130,14 @@ for (1 .. $nrec)
 {
 	my $reclen = unpack('L', substr($good, $p, 4));
 	if ($reclen < $recsize) { $short++; }
-	else { $tails{ unpack('H*', substr($good, $p + 4 + $recsize, $reclen - $recsize)) } = 1; }
+	else
+	{
+		# the text, then nwait_events rows of wait events (16 bytes each):
+		# nwait_events is the fixed part's last int32 before usage
+		my $nwait = unpack('l', substr($good, $p + 4 + $recsize - 16, 4));
+		$tails{ unpack('H*',
+				substr($good, $p + 4 + $recsize, $reclen - $recsize - 16 * $nwait)) } = 1;
+	}
 	$last = $p;
 	$p += 4 + $reclen;
 }
@@ -163,8 +173,8 @@ my @variants = (
 	[ 'wrong magic', pack('L', 0x12345678) . substr($good, 4), qr/^wrong magic number$/ ],
 	[
 		'older format version',
-		substr($good, 0, 4) . pack('L', 8) . substr($good, 8),
-		qr/^format version 8, expected 9$/
+		substr($good, 0, 4) . pack('L', 9) . substr($good, 8),
+		qr/^format version 9, expected 10$/
 	],
 	[
 		'entry record size of another layout',

@@ -68,7 +68,7 @@
  */
 #define PGSS_NG_SAVED_INFO_SIZE		56
 #define PGSS_NG_STMT_RECORD_SIZE	3136
-#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(448367)
+#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(448495)
 #define PGSS_NG_EVICTED_ROW_SIZE	560
 
 /*
@@ -102,9 +102,9 @@ typedef struct PgssNgStmtRecord
 	TimestampTz stats_since;
 	TimestampTz minmax_stats_since;
 	TimestampTz last_executed;	/* 0: none */
-	double		usage;			/* eviction value when saved */
 	uint32		wait_samples[PGSS_NG_WAIT_NTYPES];	/* per type */
 	int32		nwait_events;	/* rows of wait events after the text */
+	double		usage;			/* eviction value when saved: last */
 } PgssNgStmtRecord;
 
 /*

@@ -114,7 +114,7 @@ pgss_ng_waits_init(void)
 	DefineCustomIntVariable("pgss_ng.wait_events_max",
 							"Sets the number of (statement, wait event) "
 							"rows pgss_ng keeps.",
-							"-1 sets it to 4 times pgss_ng.max.",
+							"-1 sets it to 4 times pgss_ng.max, at most 1000000.",
 							&wait_events_max,
 							-1,
 							-1,
@@ -124,10 +124,14 @@ pgss_ng_waits_init(void)
 							NULL, NULL, NULL);
 }
 
+/* The default table: 4 rows per entry of pgss_ng.max, at most this many. */
+#define WAITS_DEFAULT_ROWS_MAX	1000000
+
 /*
  * rows_wanted
- *		The rows of the table: pgss_ng.wait_events_max, or 4 x max_entries
- *		for -1, which then becomes its shown value.
+ *		The rows of the table: pgss_ng.wait_events_max, or for -1 4 x
+ *		max_entries (at most WAITS_DEFAULT_ROWS_MAX, 24 MB), which then
+ *		becomes its shown value.
  */
 static uint32
 rows_wanted(int max_entries)
@@ -136,7 +140,8 @@ rows_wanted(int max_entries)
 	{
 		char		buf[32];
 
-		snprintf(buf, sizeof(buf), "%d", Min(max_entries, INT_MAX / 16) * 4);
+		snprintf(buf, sizeof(buf), "%d",
+				 Min(max_entries, WAITS_DEFAULT_ROWS_MAX / 4) * 4);
 		SetConfigOption("pgss_ng.wait_events_max", buf, PGC_POSTMASTER,
 						PGC_S_DYNAMIC_DEFAULT);
 	}

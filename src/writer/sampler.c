@@ -147,6 +147,33 @@ group_add(const PgssNgWaitSample *smp, uint32 weight, TimestampTz now,
 }
 
 /*
+ * fold
+ *		Add each group to its entry, now: a group whose entry is not there
+ *		waits for the next fold, or is lost after its grace.  Counts what
+ *		was lost in *lost.
+ */
+static void
+fold(TimestampTz now, int64 *lost)
+{
+	HASH_SEQ_STATUS status;
+	SamplerGroup *g;
+
+	hash_seq_init(&status, groups);
+	while ((g = hash_seq_search(&status)) != NULL)
+	{
+		if (pgss_ng_waits_add(&g->key, &g->batch))
+			hash_search(groups, &g->key, HASH_REMOVE, NULL);
+		else if (TimestampDifferenceExceeds(g->last_sample, now,
+											PGSS_NG_SAMPLER_GRACE_MS))
+		{
+			*lost += g->total;
+			hash_search(groups, &g->key, HASH_REMOVE, NULL);
+		}
+	}
+	pgss_ng_waits_set_added(now);
+}
+
+/*
  * sample_once
  *		One tick, counting for weight periods: sample every backend and
  *		group the samples by statement; when a fold is due, add each group
@@ -156,8 +183,6 @@ group_add(const PgssNgWaitSample *smp, uint32 weight, TimestampTz now,
 static void
 sample_once(TimestampTz now, uint32 weight)
 {
-	HASH_SEQ_STATUS status;
-	SamplerGroup *g;
 	int			n;
 	int64		lost = 0;
 	int64		events_dropped = 0;
@@ -170,19 +195,7 @@ sample_once(TimestampTz now, uint32 weight)
 		hash_get_num_entries(groups) > PGSS_NG_SAMPLER_FOLD_GROUPS)
 	{
 		next_fold = now + PGSS_NG_SAMPLER_FOLD_MS * INT64CONST(1000);
-		hash_seq_init(&status, groups);
-		while ((g = hash_seq_search(&status)) != NULL)
-		{
-			if (pgss_ng_waits_add(&g->key, &g->batch))
-				hash_search(groups, &g->key, HASH_REMOVE, NULL);
-			else if (TimestampDifferenceExceeds(g->last_sample, now,
-												PGSS_NG_SAMPLER_GRACE_MS))
-			{
-				lost += g->total;
-				hash_search(groups, &g->key, HASH_REMOVE, NULL);
-			}
-		}
-		pgss_ng_waits_set_added(now);
+		fold(now, &lost);
 	}
 	if (lost > 0)
 		pgss_ng_waits_count_lost(lost);
@@ -251,4 +264,21 @@ pgss_ng_sampler_run(void)
 	sample_once(now, (uint32) weight);
 	last_tick = now;
 	next_tick = now + period_us;
+}
+
+/*
+ * pgss_ng_sampler_finish
+ *		At shutdown, once the backends have flushed (their entries exist):
+ *		add the samples still grouped, so that the stats file has them.
+ */
+void
+pgss_ng_sampler_finish(void)
+{
+	int64		lost = 0;
+
+	if (groups == NULL)
+		return;
+	fold(GetCurrentTimestamp(), &lost);
+	if (lost > 0)
+		pgss_ng_waits_count_lost(lost);
 }

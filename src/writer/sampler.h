@@ -12,5 +12,6 @@
 
 extern long pgss_ng_sampler_timeout(void);
 extern void pgss_ng_sampler_run(void);
+extern void pgss_ng_sampler_finish(void);
 
 #endif							/* PGSS_NG_SAMPLER_H */

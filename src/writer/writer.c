@@ -28,8 +28,9 @@
  *	  - on SIGTERM (smart or fast shutdown; the postmaster sends it to
  *		background workers once the client backends are gone or going): it
  *		waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
- *		has flushed its pending counts and detached, then writes the file
- *		under a temporary name, fsyncs it and renames it durably.  With
+ *		has flushed its pending counts and detached, adds the wait samples
+ *		it still holds (sampler.c), then writes the file under a
+ *		temporary name, fsyncs it and renames it durably.  With
  *		pgss_ng.save off it removes any old file instead.  It then exits
  *		with code 0 if the postmaster is shutting down (postmaster.pid
  *		says "stopping"), which the postmaster does not log; otherwise the
@@ -293,6 +294,7 @@ pgss_ng_writer_main(Datum main_arg)
 				(errmsg("pgss_ng writer saves statistics while %u processes are still attached",
 						pgss_ng_stmt_attached() - 1)));
 
+	pgss_ng_sampler_finish();
 	if (persist_save)
 		pgss_ng_statsfile_write();
 	else
