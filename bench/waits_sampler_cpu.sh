@@ -13,10 +13,13 @@
 #             competes for the CPU with the backends (only N <= BUSY_MAX)
 # and, for comparison, the same writer with sampling off (period 0) while
 # N connections sleep.  On a machine with few cores, BUSY_MAX (default 100)
-# keeps the CPU-bound case to what the machine can run.
+# keeps the CPU-bound case to what the machine can run.  With ROUNDS > 1
+# the states of each N are measured in rotated order ROUNDS times, each
+# line is one measurement, and a last line per N gives the medians: on a
+# shared machine the writer's floor (its wake-ups) moves with the load.
 #
 # Usage (as root or postgres; root re-runs itself as postgres):
-#   PG_CONFIG=/path/to/pg_config [N="10 100 500"] [WINDOW=10] \
+#   PG_CONFIG=/path/to/pg_config [N="10 100 500"] [WINDOW=10] [ROUNDS=1] \
 #       [PERIOD=10] [BUSY_MAX=100] [PORT=54360] bash bench/waits_sampler_cpu.sh
 # Needs pgss_ng installed into that PostgreSQL (scripts/build.sh) and its
 # pgbench.  About WINDOW x (4 x |N| + 2) seconds.
@@ -27,11 +30,13 @@ N=${N:-10 100 500}
 WINDOW=${WINDOW:-10}
 PERIOD=${PERIOD:-10}
 BUSY_MAX=${BUSY_MAX:-100}
+ROUNDS=${ROUNDS:-1}
 PORT=${PORT:-54360}
 
 if [ "$(id -u)" -eq 0 ]; then
 	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" N="$N" \
 		WINDOW="$WINDOW" PERIOD="$PERIOD" BUSY_MAX="$BUSY_MAX" PORT="$PORT" \
+		ROUNDS="$ROUNDS" \
 		bash "$(readlink -f "$0")"
 fi
 
@@ -107,7 +112,8 @@ measure()
 	c1=$(cpu_ns)
 	t1=$(date +%s.%N)
 	awk -v s="$state" -v n="$n" -v d=$((c1 - c0)) -v t0="$t0" -v t1="$t1" \
-		'BEGIN { printf "  %-9s %5d %10.3f %%\n", s, n, 100 * d / 1e9 / (t1 - t0) }'
+		'BEGIN { printf "  %-9s %5d %10.3f %%\n", s, n, 100 * d / 1e9 / (t1 - t0) }' |
+		tee -a "$WORK/results"
 	"${psql[@]}" -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'" >/dev/null
 	kill "$pgb" 2>/dev/null || true
 	wait "$pgb" 2>/dev/null || true
@@ -120,10 +126,21 @@ measure()
 echo "$("$BIN/postgres" --version), $(nproc) CPUs: CPU of the pgss_ng writer over ${WINDOW} s, % of one core"
 echo "  state     conns  writer CPU   (period $PERIOD ms)"
 for n in $N; do
-	for state in idle sleeping distinct; do
-		measure "$state" "$n"
+	states=(idle sleeping distinct)
+	[ "$n" -le "$BUSY_MAX" ] && states+=(busy)
+	for ((r = 0; r < ROUNDS; r++)); do
+		for ((k = 0; k < ${#states[@]}; k++)); do
+			measure "${states[(k + r) % ${#states[@]}]}" "$n"
+		done
 	done
-	[ "$n" -le "$BUSY_MAX" ] && measure busy "$n"
+	if [ "$ROUNDS" -gt 1 ]; then
+		line="  medians  $(printf '%5d' "$n"):"
+		for state in "${states[@]}"; do
+			line="$line $state $(awk -v s="$state" -v n="$n" '$1 == s && $2 == n { print $3 }' "$WORK/results" |
+				sort -g | awk '{ v[NR] = $1 } END { printf "%.3f%%", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+		done
+		echo "$line"
+	fi
 done
 "${psql[@]}" -c "ALTER SYSTEM SET pgss_ng.wait_sample_period = 0" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 1
