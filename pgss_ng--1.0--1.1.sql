@@ -1,16 +1,25 @@
 /* pgss_ng--1.0--1.1.sql: upgrade pgss_ng 1.0 to 1.1 */
 -- What 1.1 changes: see the header of pgss_ng--1.1.sql.  This script must
--- leave a 1.0 installation with exactly the objects of a fresh 1.1.  New
--- columns of a function are only ever appended to its OUT list (the
--- library fills only the columns that the SQL declares); a function whose
--- OUT list grows is dropped with its view and made again.
+-- leave a 1.0 installation with exactly the objects of a fresh 1.1 (a test
+-- compares them).  New columns of a function are only ever appended to
+-- its OUT list (the library fills only the columns that the SQL declares).
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pgss_ng UPDATE TO '1.1'" to load this file. \quit
 
--- pgss_ng_detail: the wait time columns
+-- The views that called a function relying on its defaults, again with
+-- every argument of its exact type (as pgss_ng--1.1.sql makes them): the
+-- view pgss_ng here, pgss_ng_detail with its function below.  1.0
+-- bound each view to the extension's own function already: in its schema,
+-- first in search_path when the script ran, a function of the same name
+-- could only make the call ambiguous, never be chosen over it.
+CREATE OR REPLACE VIEW pgss_ng AS
+  SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
+
+-- pgss_ng_detail: the wait time columns appended (nothing of pgss_ng_compat
+-- depends on it: dropped with its view and made again)
 DROP VIEW pgss_ng_detail;
-DROP FUNCTION pgss_ng_detail(boolean, timestamptz);
+DROP FUNCTION pgss_ng_detail(boolean, pg_catalog.timestamptz);
 CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
     IN changed_since timestamptz DEFAULT NULL,
     OUT userid oid,
@@ -95,42 +104,11 @@ AS 'MODULE_PATHNAME', 'pgss_ng_detail'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng_detail AS
-  SELECT * FROM pgss_ng_detail(true);
+  SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng_detail TO PUBLIC;
 
--- pgss_ng_info: wait_events_dropped, wait_samples_lost, wait_samples_added
-DROP VIEW pgss_ng_info;
-DROP FUNCTION pgss_ng_info();
-CREATE FUNCTION pgss_ng_info(
-    OUT dealloc bigint,
-    OUT stats_reset timestamptz,
-    OUT entries bigint,
-    OUT dropped bigint,
-    OUT entries_allocated bigint,
-    OUT entries_max bigint,
-    OUT backstop_skips bigint,
-    OUT qtext_bytes bigint,
-    OUT qtext_limit_bytes bigint,
-    OUT qtext_count bigint,
-    OUT qtext_dropped bigint,
-    OUT entries_evicted bigint,
-    OUT eviction_time float8,
-    OUT last_eviction timestamptz,
-    OUT wait_events_dropped bigint,
-    OUT wait_samples_lost bigint,
-    OUT wait_samples_added timestamptz
-)
-RETURNS record
-AS 'MODULE_PATHNAME', 'pgss_ng_info'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
-
-CREATE VIEW pgss_ng_info AS
-  SELECT * FROM pgss_ng_info();
-
-GRANT SELECT ON pgss_ng_info TO PUBLIC;
-
--- pgss_ng_evicted: the wait time columns
+-- pgss_ng_evicted: the wait time columns appended (the same)
 DROP VIEW pgss_ng_evicted;
 DROP FUNCTION pgss_ng_evicted();
 CREATE FUNCTION pgss_ng_evicted(
@@ -198,6 +176,21 @@ CREATE VIEW pgss_ng_evicted AS
   SELECT * FROM pgss_ng_evicted();
 
 GRANT SELECT ON pgss_ng_evicted TO PUBLIC;
+
+-- pgss_ng_info: the sampler's counters after pgss_ng_info()'s, through a
+-- function of their own (pgss_ng_compat 1.0 depends on pgss_ng_info(),
+-- which keeps its columns)
+CREATE FUNCTION pgss_ng_waits_info(
+    OUT wait_events_dropped bigint,
+    OUT wait_samples_lost bigint,
+    OUT wait_samples_added timestamptz
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_waits_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE OR REPLACE VIEW pgss_ng_info AS
+  SELECT i.*, w.* FROM pgss_ng_info() i, pgss_ng_waits_info() w;
 
 -- the wait-event profile
 CREATE FUNCTION pgss_ng_waits(

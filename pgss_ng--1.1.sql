@@ -1,7 +1,18 @@
-/* pgss_ng--1.1.sql */
--- Version 1.1: the wait-event profile of each statement (pgss_ng_waits;
--- the wait time columns appended to pgss_ng_detail and pgss_ng_evicted;
--- wait_events_dropped and wait_samples_lost appended to pgss_ng_info).
+/* pgss_ng--1.1.sql: pgss_ng 1.1, the full install script */
+-- What 1.1 changes from 1.0 (pgss_ng--1.0--1.1.sql makes a 1.0
+-- installation the same; a test compares the two):
+--   * The views call their functions with every argument, each of its
+--     exact type (pgss_ng(true, NULL::timestamptz), not pgss_ng(true)):
+--     the call resolves to the extension's own function even where other
+--     roles may create functions in its schema (an exact match is never
+--     passed over; a same-named function that would also fit a call
+--     relying on defaults could only make creation fail).
+--   * The wait-event profile of each statement: the view pgss_ng_waits;
+--     the wait time columns appended to pgss_ng_detail and
+--     pgss_ng_evicted; pgss_ng_info's view joins pgss_ng_waits_info()
+--     for the sampler's counters (the function pgss_ng_info() keeps its
+--     columns: pgss_ng_compat 1.0 depends on it, and may be updated
+--     after pgss_ng).
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
@@ -79,7 +90,7 @@ AS 'MODULE_PATHNAME', 'pgss_ng'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng AS
-  SELECT * FROM pgss_ng(true);
+  SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng TO PUBLIC;
 
@@ -174,7 +185,7 @@ AS 'MODULE_PATHNAME', 'pgss_ng_detail'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng_detail AS
-  SELECT * FROM pgss_ng_detail(true);
+  SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng_detail TO PUBLIC;
 
@@ -210,17 +221,25 @@ CREATE FUNCTION pgss_ng_info(
     OUT qtext_dropped bigint,
     OUT entries_evicted bigint,
     OUT eviction_time float8,
-    OUT last_eviction timestamptz,
-    OUT wait_events_dropped bigint,
-    OUT wait_samples_lost bigint,
-    OUT wait_samples_added timestamptz
+    OUT last_eviction timestamptz
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
+-- The wait sampler's counters, which the view pgss_ng_info shows after
+-- pgss_ng_info()'s.
+CREATE FUNCTION pgss_ng_waits_info(
+    OUT wait_events_dropped bigint,
+    OUT wait_samples_lost bigint,
+    OUT wait_samples_added timestamptz
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_waits_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
 CREATE VIEW pgss_ng_info AS
-  SELECT * FROM pgss_ng_info();
+  SELECT i.*, w.* FROM pgss_ng_info() i, pgss_ng_waits_info() w;
 
 GRANT SELECT ON pgss_ng_info TO PUBLIC;
 

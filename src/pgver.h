@@ -245,4 +245,15 @@ typedef struct PgssNgRunArgs
 	slist_foreach(iter, &BackgroundWorkerList)
 #endif
 
+/*
+ * A GUC check hook's extra: allocated with malloc() before 16, with
+ * guc_malloc() (the GUC memory context) from 16 on, as the GUC machinery
+ * frees it accordingly.
+ */
+#if PG_VERSION_NUM >= 160000
+#define PGSS_NG_GUC_EXTRA_ALLOC(size)	guc_malloc(LOG, (size))
+#else
+#define PGSS_NG_GUC_EXTRA_ALLOC(size)	malloc(size)
+#endif
+
 #endif							/* PGSS_NG_COMPAT_H */

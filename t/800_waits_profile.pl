@@ -1,4 +1,4 @@
-# 700_waits_profile.pl
+# 800_waits_profile.pl
 #
 # The wait-event profile of each statement (pgss_ng_waits, the wait_*_time
 # columns of pgss_ng_detail), sampled every 5 ms, against what the test

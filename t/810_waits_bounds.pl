@@ -1,4 +1,4 @@
-# 710_waits_bounds.pl
+# 810_waits_bounds.pl
 #
 # What bounds the wait profile, and what follows the entry:
 #   - the per-event table of pgss_ng.wait_events_max rows (4 here): seven

@@ -1,4 +1,4 @@
-# 720_waits_pg_wait_sampling.pl
+# 820_waits_pg_wait_sampling.pl
 #
 # pgss_ng's wait profile next to pg_wait_sampling's, both preloaded and
 # sampling every 5 ms, where this server's installation has

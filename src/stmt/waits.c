@@ -704,14 +704,14 @@ pgss_ng_waits_set_added(TimestampTz at)
 }
 
 /*
- * pgss_ng_waits_info / pgss_ng_waits_reset_info
+ * pgss_ng_waits_counters / pgss_ng_waits_reset_info
  *		pgss_ng_info's counters: rows dropped from the full table, samples
  *		lost, when the sampler last added its samples (0: never); and the
  *		counters' restart by a full reset.  Atomics, no lock.
  */
 void
-pgss_ng_waits_info(int64 *events_dropped, int64 *samples_lost,
-				   TimestampTz *added_at)
+pgss_ng_waits_counters(int64 *events_dropped, int64 *samples_lost,
+					   TimestampTz *added_at)
 {
 	*events_dropped = (int64) pg_atomic_read_u64(&waits_ctl->events_dropped);
 	*samples_lost = (int64) pg_atomic_read_u64(&waits_ctl->samples_lost);

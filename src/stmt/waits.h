@@ -172,8 +172,9 @@ extern int	pgss_ng_waits_restore_rows(const struct PgssNgStmtKey *key,
 									   const PgssNgWaitRow *rows, int n);
 
 /* pgss_ng_info's counters */
-extern void pgss_ng_waits_info(int64 *events_dropped, int64 *samples_lost,
-							   TimestampTz *added_at);
+extern void pgss_ng_waits_counters(int64 *events_dropped,
+								   int64 *samples_lost,
+								   TimestampTz *added_at);
 extern void pgss_ng_waits_reset_info(void);
 
 #endif							/* PGSS_NG_WAITS_H */
