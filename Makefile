@@ -23,13 +23,16 @@ OBJS = \
 	src/views/rowform.o \
 	src/views/convert.o \
 	src/views/resultcols.o \
+	src/views/waitfuncs.o \
 	src/writer/writer.o \
 	src/writer/statsfile.o \
+	src/writer/sampler.o \
 	src/stmt/stmt_kind.o \
 	src/stmt/stmt_backend.o \
 	src/stmt/stmt_read.o \
 	src/stmt/stmt_evicted.o \
 	src/stmt/stmt_saved.o \
+	src/stmt/waits.o \
 	src/stmt/qtext.o \
 	src/stmt/hist.o \
 	src/stmt/hist_store.o \

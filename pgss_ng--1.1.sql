@@ -10,6 +10,12 @@
 --   * pgss_ng_info_memory(), and its columns at the end of the view
 --     pgss_ng_info: the shared memory of the entries, the texts and the
 --     histograms, and the times not kept in a histogram.
+--   * The wait-event profile of each statement: the view pgss_ng_waits;
+--     the wait time columns appended to pgss_ng_detail and
+--     pgss_ng_evicted; pgss_ng_info's view joins pgss_ng_waits_info()
+--     for the sampler's counters (the function pgss_ng_info() keeps its
+--     columns: pgss_ng_compat 1.0 depends on it, and may be updated
+--     after pgss_ng).
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
@@ -93,7 +99,9 @@ GRANT SELECT ON pgss_ng TO PUBLIC;
 
 -- The same rows with every column: pgss_ng's, then what is kept of each
 -- entry's times beside its counters (when it last ran, its execution and
--- planning time quantiles, its CPU times).  Kept apart from pgss_ng,
+-- planning time quantiles, its CPU times, and its wait time by wait event
+-- type: samples x pgss_ng.wait_sample_period, an estimate; NULL while
+-- sampling is off).  Kept apart from pgss_ng,
 -- whose rows are as many columns as pg_stat_statements' and read about as
 -- fast; same arguments and privileges.
 CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
@@ -166,7 +174,14 @@ CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
     OUT exec_user_time float8,
     OUT exec_system_time float8,
     OUT plan_user_time float8,
-    OUT plan_system_time float8
+    OUT plan_system_time float8,
+    OUT wait_cpu_time float8,
+    OUT wait_lock_time float8,
+    OUT wait_lwlock_time float8,
+    OUT wait_io_time float8,
+    OUT wait_ipc_time float8,
+    OUT wait_client_time float8,
+    OUT wait_other_time float8
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgss_ng_detail'
@@ -233,15 +248,27 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info_memory'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
+-- The wait sampler's counters.
+CREATE FUNCTION pgss_ng_waits_info(
+    OUT wait_events_dropped bigint,
+    OUT wait_samples_lost bigint,
+    OUT wait_samples_added timestamptz
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_waits_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+-- pgss_ng_info()'s columns, then the memory's, then the sampler's.
 CREATE VIEW pgss_ng_info AS
-  SELECT * FROM pgss_ng_info(), pgss_ng_info_memory();
+  SELECT i.*, m.*, w.*
+    FROM pgss_ng_info() i, pgss_ng_info_memory() m, pgss_ng_waits_info() w;
 
 GRANT SELECT ON pgss_ng_info TO PUBLIC;
 
 -- The evicted remainder: per (userid, dbid, toplevel), the columns of
 -- pgss_ng that add up, summed over every entry evicted since the last
 -- reset of those rows, then how many entries were folded in and when the
--- first was.  sum(calls) over pgss_ng plus over pgss_ng_evicted is every
+-- first was, then their wait time by wait event type.  sum(calls) over pgss_ng plus over pgss_ng_evicted is every
 -- execution recorded.  A role sees only its own rows unless it has the
 -- privileges of pg_read_all_stats; userid and dbid are NULL in the
 -- overflow rows (more (userid, dbid) pairs than the remainder holds).
@@ -293,7 +320,14 @@ CREATE FUNCTION pgss_ng_evicted(
     OUT plan_user_time float8,
     OUT plan_system_time float8,
     OUT entries int8,
-    OUT evicted_since timestamptz
+    OUT evicted_since timestamptz,
+    OUT wait_cpu_time float8,
+    OUT wait_lock_time float8,
+    OUT wait_lwlock_time float8,
+    OUT wait_io_time float8,
+    OUT wait_ipc_time float8,
+    OUT wait_client_time float8,
+    OUT wait_other_time float8
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgss_ng_evicted'
@@ -326,6 +360,34 @@ CREATE VIEW pgss_ng_evictions AS
   SELECT * FROM pgss_ng_evictions();
 
 GRANT SELECT ON pgss_ng_evictions TO PUBLIC;
+
+-- The wait-event profile of each statement entry: every
+-- pgss_ng.wait_sample_period ms the pgss_ng writer samples the wait event
+-- of each backend running a tracked statement (the innermost one) and
+-- adds the sample to that statement; running with no wait event counts as
+-- wait_event_type 'CPU' (wait_event NULL).  Names are the server's own
+-- (pg_stat_activity's).  time is samples x the period, in ms: an
+-- estimate, NULL while sampling is off.  As pg_stat_activity shows other
+-- roles' wait events, a role sees only its own rows unless it has the
+-- privileges of pg_read_all_stats.
+CREATE FUNCTION pgss_ng_waits(
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT wait_event_type text,
+    OUT wait_event text,
+    OUT samples int8,
+    OUT "time" float8
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_waits'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_waits AS
+  SELECT * FROM pgss_ng_waits();
+
+GRANT SELECT ON pgss_ng_waits TO PUBLIC;
 
 -- Reset: superusers only unless granted.
 CREATE FUNCTION pgss_ng_reset(IN userid oid DEFAULT 0,

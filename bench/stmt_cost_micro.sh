@@ -33,6 +33,9 @@
 #
 # Printed: instructions per statement of each variant, the extra over the
 # untracked server, and pgss_ng's extra against pg_stat_statements'.
+# With WAITS_OFF=1 a fourth variant, pgss_ng with wait sampling off
+# (pgss_ng.wait_sample_period = 0), and what sampling on costs a statement
+# (the key a backend publishes while it runs).
 # PROFILE=1 adds, for each tracked variant and workload, the functions of
 # the extension (and the hooks' callees it names) with their inclusive
 # instructions per statement (callgrind_annotate --inclusive=yes on both
@@ -43,7 +46,7 @@
 # Usage (as root or postgres; root re-runs itself as postgres):
 #   PG_CONFIG=/path/to/pg_config [MAX=5000] [N1=200] [N2=2200] \
 #       [WORKLOADS="prepared hot trickle cold"] [PORT=54339] [KEEP=1] \
-#       [PROFILE=1] bash bench/stmt_cost_micro.sh
+#       [PROFILE=1] [WAITS_OFF=1] bash bench/stmt_cost_micro.sh
 # Needs pgss_ng installed into that PostgreSQL (scripts/build.sh), its
 # pg_stat_statements and pgbench, and valgrind (PROFILE: callgrind_annotate
 # and python3).  About 3 minutes on 2 CPUs.  KEEP=1 keeps the work
@@ -61,6 +64,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" MAX="$MAX" \
 		N1="$N1" N2="$N2" WORKLOADS="$WORKLOADS" PORT="$PORT" \
 		KEEP="${KEEP:-}" PROFILE="${PROFILE:-}" TMPDIR="${TMPDIR:-/tmp}" \
+		WAITS_OFF="${WAITS_OFF:-}" \
 		bash "$(readlink -f "$0")"
 fi
 command -v valgrind >/dev/null || { echo "stmt_cost_micro.sh: needs valgrind" >&2; exit 2; }
@@ -180,12 +184,15 @@ PY
 
 declare -A IR PROF
 port=$PORT
-for v in untracked pg_stat_statements pgss_ng; do
+for v in untracked pg_stat_statements pgss_ng ${WAITS_OFF:+pgss_ng_waits_off}; do
 	dir=$WORK/$v
 	mkdir -p "$dir"
 	"$BIN/initdb" -D "$dir/data" -A trust >/dev/null
 	case $v in
 		untracked) spl= ;;
+		pgss_ng_waits_off)
+			spl=pgss_ng
+			echo 'pgss_ng.wait_sample_period = 0' >>"$dir/data/postgresql.conf" ;;
 		*) spl=$v ;;
 	esac
 	cat >>"$dir/data/postgresql.conf" <<CONF
@@ -204,7 +211,7 @@ CONF
 	"$BIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
 	RUNNING+=("$dir")
 	psql=("$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port")
-	[ $v = untracked ] || "${psql[@]}" -c "CREATE EXTENSION $v"
+	[ $v = untracked ] || "${psql[@]}" -c "CREATE EXTENSION $spl"
 	"${psql[@]}" -c "CREATE TABLE w ($(seq -f 'c%g int' -s ', ' 1 100))"
 	statements 0 $((MAX * 6 / 5)) >"$dir/fill.sql"
 	"${psql[@]}" -o /dev/null -f "$dir/fill.sql"
@@ -294,5 +301,12 @@ for r in sorted(rows, reverse=True):
 print("    sum: pgss %.0f, pgss_ng %.0f" % (sum(r[1] for r in rows),
                                            sum(r[2] for r in rows)))
 PY
+	done
+fi
+if [ -n "${WAITS_OFF:-}" ]; then
+	echo "pgss_ng, wait sampling on (pgss_ng.wait_sample_period = 10) against off (0): instructions per statement"
+	for w in $WORKLOADS; do
+		printf '  %-8s %12d %12d %+d\n' "$w" "${IR[pgss_ng.$w]}" "${IR[pgss_ng_waits_off.$w]}" \
+			$((IR[pgss_ng.$w] - IR[pgss_ng_waits_off.$w]))
 	done
 fi

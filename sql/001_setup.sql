@@ -125,6 +125,13 @@ DROP TABLE pgss_1_12;
 
 SELECT attname, atttypid::regtype FROM pg_attribute
 WHERE attrelid = 'pgss_ng_info'::regclass AND attnum > 0 ORDER BY attnum;
+-- the wait-event profile (1.1), and the wait time columns of the evicted
+-- remainder
+SELECT attname, atttypid::regtype FROM pg_attribute
+WHERE attrelid = 'pgss_ng_waits'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT attname, atttypid::regtype FROM pg_attribute
+WHERE attrelid = 'pgss_ng_evicted'::regclass AND attname LIKE 'wait\_%'
+ORDER BY attnum;
 
 -- Rows of one view that the other does not have, on every column the two
 -- must agree on: the key, the text, plans, calls, rows and the block/WAL

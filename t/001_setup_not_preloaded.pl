@@ -2,7 +2,7 @@
 #
 # A server WITHOUT pgss_ng in shared_preload_libraries: CREATE EXTENSION
 # pgss_ng works, but reading pgss_ng and pgss_ng_detail (both forms),
-# pgss_ng_info, pgss_ng_evicted, pgss_ng_evictions and the time
+# pgss_ng_info, pgss_ng_evicted, pgss_ng_evictions, pgss_ng_waits and the time
 # histograms, and calling pgss_ng_reset() (both forms) each fail with
 # the ERROR
 #   pgss_ng must be loaded via "shared_preload_libraries"   (SQLSTATE 55000)
@@ -10,7 +10,7 @@
 # server is still up afterwards.
 #
 # The GUCs exist only when pgss_ng is preloaded: a server that preloads it
-# lists exactly its eight pgss_ng.* settings in pg_settings; on this one
+# lists exactly its ten pgss_ng.* settings in pg_settings; on this one
 # none appears, neither in a session that loaded the library (LOAD, or by
 # calling its functions), and SHOW of each fails with "unrecognized
 # configuration parameter" while current_setting(name, true) is NULL.
@@ -49,6 +49,7 @@ my @stmts = (
 	'SELECT * FROM pgss_ng_info',
 	'SELECT * FROM pgss_ng_evicted',
 	'SELECT * FROM pgss_ng_evictions',
+	'SELECT * FROM pgss_ng_waits',
 	'SELECT pgss_ng_reset()',
 	'SELECT pgss_ng_reset(0, 0, 0, true)',
 	'SELECT * FROM pgss_ng_exec_time_histogram(10, 5, 1, true)',
@@ -86,14 +87,15 @@ is_deeply(\@errors, [ ($msg) x scalar(@stmts) ],
 my @gucs = qw(pgss_ng.evicted_log pgss_ng.max pgss_ng.query_text_memory
   pgss_ng.save
   pgss_ng.track pgss_ng.track_cpu pgss_ng.track_planning
-  pgss_ng.track_utility);
+  pgss_ng.track_utility pgss_ng.wait_events_max
+  pgss_ng.wait_sample_period);
 my $settings_sql =
   q{SELECT coalesce(string_agg(name, ' ' ORDER BY name), 'none')
 	FROM pg_settings WHERE name LIKE 'pgss\_ng.%'};
 {
 	my $pre = pgss_node('preloaded');
 	is($pre->safe_psql('postgres', $settings_sql),
-		join(' ', @gucs), 'a preloading server defines the eight GUCs');
+		join(' ', @gucs), 'a preloading server defines the ten GUCs');
 	$pre->stop;
 }
 is($node->safe_psql('postgres', $settings_sql),

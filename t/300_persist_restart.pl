@@ -54,6 +54,8 @@ sub quiet_psql
 # Every row of the view and the info row, as psql renders them.
 sub snapshot
 {
+	# the wait samples of what ran are in (they are added once a second)
+	waits_added($node);
 	my $rows = quiet_psql(
 		$ALL_ROWS);
 	my $info = quiet_psql(

@@ -8,7 +8,7 @@
 #   the evicted remainder: the size of a row, their number (0 here:
 #   nothing was evicted) and the rows.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
-#   magic, an older format version (9: whole histograms), an entry
+#   magic, an older format version (9: whole histograms, no wait samples), an entry
 #   record size that is not this build's (a record layout changed without
 #   a version bump), an evicted row size that is not this build's, a
 #   PostgreSQL major pgss_ng never supported (14) and another
@@ -61,6 +61,8 @@ sub quiet_psql
 
 sub snapshot
 {
+	# the wait samples of what ran are in (they are added once a second)
+	waits_added($node);
 	return quiet_psql($ALL_ROWS)
 	  . "\n"
 	  . quiet_psql(
@@ -98,9 +100,10 @@ DO $$ BEGIN PERFORM count(*) FROM t; END $$;
 SET work_mem = '5MB';
 });
 
+waits_added($node);
 my $good_rows = quiet_psql($ALL_ROWS);
 my $good_entries = quiet_psql('SELECT entries FROM pgss_ng_info');
-# The texts of the entries, in hex: each ends one record.
+# The texts of the entries, in hex: each follows one record's fixed part.
 my %texts = map { $_ => 1 } split /,/,
   quiet_psql(q{SELECT string_agg(encode(convert_to(query, 'UTF8'), 'hex'), ',') FROM pgss_ng});
 
@@ -155,8 +158,13 @@ for (1 .. $nrec)
 	{
 		my ($h0, $h1) = unpack('S2', substr($good, $p + 4 + $hist_len_at, 4));
 		my $counts = 4 * ($h0 + $h1);
-
-		$tails{ unpack('H*', substr($good, $p + 4 + $recsize + $counts, $reclen - $recsize - $counts)) } = 1;
+		# the histograms' counts, the text, then nwait_events rows of wait
+		# events (16 bytes each): nwait_events is the fixed part's last
+		# int32 before usage
+		my $nwait = unpack('l', substr($good, $p + 4 + $recsize - 16, 4));
+		$tails{ unpack('H*',
+				substr($good, $p + 4 + $recsize + $counts,
+					$reclen - $recsize - $counts - 16 * $nwait)) } = 1;
 	}
 	$last = $p;
 	$p += 4 + $reclen;

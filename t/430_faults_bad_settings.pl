@@ -72,7 +72,9 @@ my $defaults = join("\n",
 	'pgss_ng.track top default',
 	'pgss_ng.track_cpu off default',
 	'pgss_ng.track_planning off default',
-	'pgss_ng.track_utility on default');
+	'pgss_ng.track_utility on default',
+	'pgss_ng.wait_events_max 20000 default',
+	'pgss_ng.wait_sample_period 10ms default');
 
 # One session: reset, three executions of one statement, two utility
 # statements, then the entries (the session's own counts are flushed
@@ -155,7 +157,9 @@ is( settings(),
 		'pgss_ng.track top default',
 		'pgss_ng.track_cpu off default',
 		'pgss_ng.track_planning off default',
-		'pgss_ng.track_utility on default'),
+		'pgss_ng.track_utility on default',
+		'pgss_ng.wait_events_max 20000 default',
+		'pgss_ng.wait_sample_period 10ms default'),
 	'1: every pgss_ng setting is at its default');
 
 is( $node->safe_psql(
@@ -213,7 +217,9 @@ is( settings(),
 		'pgss_ng.track top default',
 		'pgss_ng.track_cpu off default',
 		'pgss_ng.track_planning off default',
-		'pgss_ng.track_utility on default'),
+		'pgss_ng.track_utility on default',
+		'pgss_ng.wait_events_max 20000 default',
+		'pgss_ng.wait_sample_period 10ms default'),
 	'2: nothing changed');
 counting_works('2');
 
@@ -249,7 +255,9 @@ is( settings(),
 		'pgss_ng.track all configuration file',
 		'pgss_ng.track_cpu on configuration file',
 		'pgss_ng.track_planning off default',
-		'pgss_ng.track_utility on default'),
+		'pgss_ng.track_utility on default',
+		'pgss_ng.wait_events_max 20000 default',
+		'pgss_ng.wait_sample_period 10ms default'),
 	'3: the valid values are applied, the others keep their values');
 is( $node->safe_psql(
 		'postgres', 'SELECT entries_max, qtext_limit_bytes FROM pgss_ng_info'),
@@ -277,7 +285,9 @@ is( settings(),
 		'pgss_ng.track top default',
 		'pgss_ng.track_cpu off default',
 		'pgss_ng.track_planning off default',
-		'pgss_ng.track_utility on default'),
+		'pgss_ng.track_utility on default',
+		'pgss_ng.wait_events_max 1000000 default',
+		'pgss_ng.wait_sample_period 10ms default'),
 	'4: the values are used as given');
 is( $node->safe_psql(
 		'postgres', 'SELECT entries_max, qtext_limit_bytes FROM pgss_ng_info'),

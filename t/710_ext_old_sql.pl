@@ -41,6 +41,8 @@ my $node = pgss_node(
 	'pgss_ng.max' => 100,
 	'pgss_ng.track' => 'top',
 	'pgss_ng.track_planning' => 'on',
+	# no wait samples: rows read twice stay the same
+	'pgss_ng.wait_sample_period' => 0,
 	'pgss_ng.save' => 'off');
 
 my %oldest = map { $_ => (ext_versions($node, $_))[0] } qw(pgss_ng pgss_ng_compat);
@@ -123,7 +125,17 @@ for my $sql (
 {
 	my $old = read_db('old_sql', $sql);
 	isnt($old, '', "oldest version: $sql has rows");
-	is($old, read_db('new_sql', $sql), "oldest version: $sql as the newest");
+	my $new = read_db('new_sql', $sql);
+	# a later version appended columns (1.1: pgss_ng_detail's wait times;
+	# no texts there): the oldest's are the newest's first
+	if ($sql =~ /pgss_ng_detail/)
+	{
+		my $ncols = scalar(split /\|/, (split /\n/, $old)[0], -1);
+		$new = join("\n",
+			map { join('|', (split /\|/, $_, -1)[ 0 .. $ncols - 1 ]) }
+			  split /\n/, $new);
+	}
+	is($old, $new, "oldest version: $sql as the newest (its columns)");
 }
 
 # Every function of the oldest version is called (the resets last).

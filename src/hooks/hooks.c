@@ -20,6 +20,10 @@
  * statement read the clock as pg_stat_statements' do, plus once at
  * ExecutorStart and at planning (the time of a failure there).  With
  * pgss_ng.track_cpu off and no execution timed, no CPU function is called.
+ * ExecutorRun, ExecutorFinish (of a statement with triggers or a modifying
+ * CTE) and a tracked utility statement also publish the statement's key
+ * for the wait sampler while they run (pgss_ng_waits_push / _pop,
+ * stmt/waits.h).
  *
  * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
  *
@@ -43,6 +47,7 @@
 #include "frames.h"
 #include "hooks.h"
 #include "stmt/stmt_kind.h"
+#include "stmt/waits.h"
 
 /* Values of pgss_ng.track */
 typedef enum PgssNgTrackLevel
@@ -540,12 +545,18 @@ run_frame(QueryDesc *queryDesc)
  *		counting meanwhile when it is timed (measure.c).  For a tracked
  *		statement, a run that ends in an ERROR (e.g. from an AFTER trigger
  *		in ExecutorFinish) counts as a failed execution, its earlier runs'
- *		time included, before the ERROR is re-thrown.
+ *		time included, before the ERROR is re-thrown.  Its key is published
+ *		for the wait sampler meanwhile (the span total_exec_time measures),
+ *		but not during the ExecutorFinish of a SELECT, which runs no
+ *		trigger.
  */
 static void
 pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 {
 	int			frame = run_frame(queryDesc);
+	int			waitkey = frame >= 0 ?
+		pgss_ng_waits_push(queryDesc->plannedstmt->queryId, GetUserId(),
+						   exec_nested_level) : -1;
 
 	if (pgss_ng_cpu_timing())
 		pgss_ng_cpu_exec_enter(queryDesc);
@@ -560,12 +571,14 @@ pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 	PG_CATCH();
 	{
 		exec_nested_level--;
+		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	exec_nested_level--;
+	pgss_ng_waits_pop(waitkey);
 	if (frame >= 0)
 		pgss_ng_frame_pop(frame);
 	if (pgss_ng_cpu_timing())
@@ -576,6 +589,11 @@ static void
 pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 {
 	int			frame = run_frame(queryDesc);
+	int			waitkey = frame >= 0 &&
+		(queryDesc->operation != CMD_SELECT ||
+		 queryDesc->plannedstmt->hasModifyingCTE) ?
+		pgss_ng_waits_push(queryDesc->plannedstmt->queryId, GetUserId(),
+						   exec_nested_level) : -1;
 
 	if (pgss_ng_cpu_timing())
 		pgss_ng_cpu_exec_enter(queryDesc);
@@ -590,12 +608,14 @@ pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 	PG_CATCH();
 	{
 		exec_nested_level--;
+		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	exec_nested_level--;
+	pgss_ng_waits_pop(waitkey);
 	if (frame >= 0)
 		pgss_ng_frame_pop(frame);
 	if (pgss_ng_cpu_timing())
@@ -755,6 +775,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	PgssNgMeasure m;
 	PgssNgFrame *f;
 	volatile int frame = -1;	/* read in PG_CATCH */
+	volatile int waitkey = -1;
 
 	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
@@ -800,6 +821,8 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					 saved_stmt_len);
 		if (f != NULL)
 			f->start = m.start;
+		waitkey = pgss_ng_waits_push(saved_queryId, GetUserId(),
+									 exec_nested_level);
 	}
 
 	exec_nested_level++;
@@ -811,12 +834,14 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	PG_CATCH();
 	{
 		exec_nested_level--;
+		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	exec_nested_level--;
+	pgss_ng_waits_pop(waitkey);
 	if (frame >= 0)
 		pgss_ng_frame_pop(frame);
 

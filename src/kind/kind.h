@@ -364,4 +364,16 @@ extern bool pgss_ng_kind_read(PgssNgKind *kind, const void *key,
 extern bool pgss_ng_kind_update(PgssNgKind *kind, const void *key,
 								PgssNgUpdateFn update, void *arg);
 
+/*
+ * Data a kind writes from one process only, outside the entry lock (e.g.
+ * the statement kind's wait samples): the callback gets the entry's kind
+ * data and where it is in the area (shared_dp, valid in every process
+ * until the body is freed), with the partition lock held shared and no
+ * entry lock.
+ */
+typedef void (*PgssNgTouchFn) (void *shared_data, dsa_pointer shared_dp,
+							   void *arg);
+extern bool pgss_ng_kind_touch(PgssNgKind *kind, const void *key,
+							   PgssNgTouchFn touch, void *arg);
+
 #endif							/* PGSS_NG_KIND_H */

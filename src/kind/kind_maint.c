@@ -3,9 +3,9 @@
  * kind_maint.c
  *	  The kind layer's readers and maintenance: visiting every entry
  *	  (foreach), removing or
- *	  updating the entries whose key matches, reading or updating one
- *	  entry, and the kind-wide counters and limit (max, published in the
- *	  control block).
+ *	  updating the entries whose key matches, reading, updating or
+ *	  touching one entry, and the kind-wide counters and limit (max,
+ *	  published in the control block).
  *
  * Owns: nothing of its own; it reads and removes what kind_entry.c creates,
  * and reads and resets the event counters of PgssNgKindControl.
@@ -311,4 +311,29 @@ pgss_ng_kind_read(PgssNgKind *kind, const void *key, PgssNgVisitFn visit,
 	r = visit(kind, key, PgssNgSharedData(hdr), arg);
 	unlock_live_entry(kind, hdr, he);
 	return r;
+}
+
+/*
+ * pgss_ng_kind_touch
+ *		Call touch on the live entry for key with its partition lock held
+ *		shared and no entry lock (see PgssNgTouchFn): the entry cannot be
+ *		removed meanwhile, so what touch writes is final once the entry is
+ *		removed (an evicted_cb or free_cb reads it after the partition lock
+ *		was held exclusively).  False if there is no such entry.  touch
+ *		must take no lock of this layer and raise no ERROR.
+ */
+bool
+pgss_ng_kind_touch(PgssNgKind *kind, const void *key, PgssNgTouchFn touch,
+				   void *arg)
+{
+	void	   *he = dshash_find(kind->hash, key, false);
+	dsa_pointer body;
+
+	if (he == NULL)
+		return false;
+	body = HASH_TAIL(kind, he)->body;
+	touch(PgssNgSharedData(dsa_get_address(kind->area, body)),
+		  body + PGSS_NG_SHARED_DATA_OFFSET, arg);
+	dshash_release_lock(kind->hash, he);
+	return true;
 }

@@ -4,7 +4,8 @@
  *	  The evicted remainder: what the statement kind keeps of the entries
  *	  it evicted.  One row per (userid, dbid, toplevel) holds the sums of
  *	  the counters that add up (calls, times, rows, blocks, WAL, JIT,
- *	  errors, CPU times) over every entry evicted since the row was last
+ *	  errors, CPU times, wait samples per type) over every entry evicted
+ *	  since the row was last
  *	  cleared, how many entries were folded in, and when the first was.
  *	  Min, max, stddev and quantiles have no meaningful sum and are not
  *	  kept.  Part of the statement kind; shares stmt_kind_int.h.
@@ -206,6 +207,7 @@ row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
 		if (row != NULL && !found)
 		{
 			memset(&row->counters, 0, sizeof(row->counters));
+			memset(row->wait_samples, 0, sizeof(row->wait_samples));
 			row->entries = 0;
 			row->evicted_since = now;
 		}
@@ -226,7 +228,8 @@ row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
 /*
  * pgss_ng_evicted_fold
  *		Fold counters c of the statement key into its row of the remainder,
- *		counting entries more entries (1 for an evicted entry, 0 for the
+ *		and its wait samples per type (if not NULL), counting entries more
+ *		entries (1 for an evicted entry, 0 for the
  *		counts of a flush that found its entry evicted), and, if log is
  *		given (and the log on), write it into the ring as the newest entry,
  *		evicted now.  O(1).  Takes the pgss_ng_evicted LWLock exclusively
@@ -234,7 +237,8 @@ row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
  */
 void
 pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
-					 int64 entries, const PgssNgEvictionLogEntry *log)
+					 const uint32 *wait_samples, int64 entries,
+					 const PgssNgEvictionLogEntry *log)
 {
 	PgssNgEvictedRow *row;
 	TimestampTz now = GetCurrentTimestamp();
@@ -242,6 +246,9 @@ pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
 	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
 	row = row_for(key->userid, key->dbid, key->toplevel, now);
 	pgss_ng_counters_add_sums(&row->counters, c);
+	if (wait_samples != NULL)
+		for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
+			row->wait_samples[t] += wait_samples[t];
 	row->entries += entries;
 	if (log != NULL && evicted_ctl->log_size > 0)
 	{
@@ -444,6 +451,8 @@ pgss_ng_evicted_restore(const PgssNgEvictedRow *saved)
 		row = row_for(saved->key.userid, saved->key.dbid,
 					  saved->key.toplevel, saved->evicted_since);
 	pgss_ng_counters_add_sums(&row->counters, &saved->counters);
+	for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
+		row->wait_samples[t] += saved->wait_samples[t];
 	row->entries += saved->entries;
 	row->evicted_since = Min(row->evicted_since, saved->evicted_since);
 	LWLockRelease(evicted_lock);

@@ -136,6 +136,7 @@ pgss_ng_stmt_init(void)
 {
 	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
 	pgss_ng_evicted_init();
+	pgss_ng_waits_init();
 	pgss_ng_define_paired_int(PGSS_NG_PAIRED_MAX, "pgss_ng.max",
 							  "Sets the maximum number of statements tracked "
 							  "by pgss_ng.",
@@ -171,26 +172,29 @@ pgss_ng_stmt_shmem_size(void)
 	size = add_size(pgss_ng_kind_shmem_size(pgss_ng_stmt_kind, stmt_max),
 					MAXALIGN(sizeof(PgssNgStmtControl)));
 	size = add_size(size, pgss_ng_evicted_shmem_size());
+	size = add_size(size, pgss_ng_waits_shmem_size(stmt_max));
 	return add_size(size, pgss_ng_qtext_shmem_size());
 }
 
 /*
  * pgss_ng_stmt_shmem_request
  *		Request the named LWLocks of the statement kind, its evicted
- *		remainder and its text arena (shmem_request_hook).
+ *		remainder, its wait samples and its text arena
+ *		(shmem_request_hook).
  */
 void
 pgss_ng_stmt_shmem_request(void)
 {
 	pgss_ng_kind_shmem_request(&stmt_kind_desc);
 	pgss_ng_evicted_shmem_request();
+	pgss_ng_waits_shmem_request();
 	pgss_ng_qtext_shmem_request();
 }
 
 /*
  * pgss_ng_stmt_shmem_startup
- *		Create or find the statement kind, its evicted remainder and the
- *		info counters.  Called from shmem_startup_hook (in the postmaster,
+ *		Create or find the statement kind, its evicted remainder, its wait
+ *		samples' slots and table, and the info counters.  Called from shmem_startup_hook (in the postmaster,
  *		whose pgss_ng.max the new kind starts with: see
  *		pgss_ng_stmt_publish_max); takes AddinShmemInitLock.
  */
@@ -205,6 +209,7 @@ pgss_ng_stmt_shmem_startup(void)
 							   stmt_max);
 	pgss_ng_qtext_shmem_startup();
 	pgss_ng_evicted_shmem_startup();
+	pgss_ng_waits_shmem_startup(stmt_max);
 
 	pgss_ng_stmt_ctl = ShmemInitStruct("pgss_ng info",
 									   sizeof(PgssNgStmtControl), &found);
@@ -283,8 +288,8 @@ stmt_needs_room(PgssNgKind *kind, bool starting)
 
 /*
  * stmt_free
- *		Free callback: release the entry's query text and free its
- *		histograms' chunk.
+ *		Free callback: release the entry's query text and its rows of wait
+ *		events, and free its histograms' chunk.
  */
 static void
 stmt_free(PgssNgKind *kind, void *shared_data)
@@ -293,6 +298,7 @@ stmt_free(PgssNgKind *kind, void *shared_data)
 
 	pgss_ng_qtext_release(pgss_ng_kind_area(kind), sh->qtext);
 	sh->qtext = InvalidDsaPointer;
+	pgss_ng_waits_release(&sh->waits);
 	pgss_ng_hist_store_free(pgss_ng_kind_area(kind), &sh->hist,
 							&pgss_ng_stmt_ctl->hist);
 }
@@ -483,14 +489,14 @@ stmt_discard_pending(PgssNgEntryRef *ref)
 {
 	const PgssNgPending *p = (const PgssNgPending *) ref->pending;
 
-	pgss_ng_evicted_fold((const PgssNgStmtKey *) ref->key, &p->counters, 0,
-						 NULL);
+	pgss_ng_evicted_fold((const PgssNgStmtKey *) ref->key, &p->counters,
+						 NULL, 0, NULL);
 }
 
 /*
  * stmt_evicted
- *		evicted_cb: fold the final counters of an evicted entry into the
- *		evicted remainder and, with pgss_ng.evicted_log on, write it to the
+ *		evicted_cb: fold the final counters and wait samples per type of an
+ *		evicted entry into the evicted remainder and, with pgss_ng.evicted_log on, write it to the
  *		eviction log with the start of its text (at most
  *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes; a read cuts it at a character
  *		boundary).  <name>_dealloc held (the eviction run); O(1).
@@ -503,8 +509,8 @@ stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
 
 	if (!pgss_ng_eviction_log_on())
 	{
-		pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters, 1,
-							 NULL);
+		pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters,
+							 sh->waits.samples, 1, NULL);
 		return;
 	}
 	memcpy(&log.key, key, sizeof(PgssNgStmtKey));
@@ -523,7 +529,8 @@ stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
 	log.total_exec_time = sh->counters.total_time[PGSS_NG_EXEC];
 	log.stats_since = sh->stats_since;
 	log.evicted_at = 0;			/* set by the fold */
-	pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters, 1, &log);
+	pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters,
+						 sh->waits.samples, 1, &log);
 }
 
 /*

@@ -36,6 +36,7 @@
 #include "hist.h"
 #include "kind/kind.h"
 #include "qtext.h"
+#include "waits.h"
 
 /* What a store call records: a planning or an execution (a "phase"). */
 typedef enum PgssNgPhase
@@ -254,6 +255,7 @@ typedef struct PgssNgStmtSnapshot
 	int			encoding;		/* the text's encoding */
 	const text *query;			/* copy of the text (no NUL), or NULL;
 								 * NULL without PGSS_NG_READ_TEXT */
+	uint64		wait_samples[PGSS_NG_WAIT_NTYPES];	/* per type (waits.h) */
 } PgssNgStmtSnapshot;
 
 /* what pgss_ng_stmt_read calls for each entry */
@@ -268,6 +270,9 @@ typedef struct PgssNgInfoSnapshot
 	PgssNgQtextStats qtext;		/* the text arena */
 	int64		hist_bytes;		/* the time histograms' chunks */
 	int64		hist_dropped;	/* times not kept in a histogram */
+	int64		wait_events_dropped;	/* per-event rows dropped (waits.c) */
+	int64		wait_samples_lost;	/* wait samples no entry took */
+	TimestampTz wait_samples_added;	/* the sampler's last adding, 0: none */
 } PgssNgInfoSnapshot;
 
 /*
@@ -276,7 +281,8 @@ typedef struct PgssNgInfoSnapshot
  * evicted since the row was made (key.queryid 0; an overflow row has
  * userid and dbid InvalidOid), how many there were and when the row was
  * made.  Of counters, only calls, total_time, the sums and the CPU fields
- * are set.  Also the stats file's record of a row (stmt_saved.h).
+ * are set; then the wait samples per type.  Also the stats file's record
+ * of a row (stmt_saved.h).
  */
 typedef struct PgssNgEvictedRow
 {
@@ -284,6 +290,7 @@ typedef struct PgssNgEvictedRow
 	int64		entries;		/* entries folded in */
 	TimestampTz evicted_since;	/* when the first was */
 	PgssNgCounters counters;
+	uint64		wait_samples[PGSS_NG_WAIT_NTYPES];
 } PgssNgEvictedRow;
 
 /* Bytes of an evicted entry's text kept in the eviction log, at most. */
@@ -358,5 +365,15 @@ extern PgssNgEvictedRow *pgss_ng_evicted_copy(Oid only_userid, int *n);
 extern PgssNgEvictionLogEntry *pgss_ng_eviction_log_copy(int *n);
 extern bool pgss_ng_stmt_histograms(const PgssNgStmtKey *key,
 									PgssNgHistPair *out);
+
+/*
+ * pgss_ng_waits' rows of one entry (waits.c): the CPU row (event 0) first
+ * if it has CPU samples, then one per wait event kept.
+ */
+typedef void (*PgssNgWaitsEmitFn) (const PgssNgStmtKey *key,
+								   const PgssNgWaitRow *rows, int n,
+								   void *arg);
+extern void pgss_ng_waits_read(Oid only_userid, PgssNgWaitsEmitFn emit,
+							   void *arg);
 
 #endif							/* PGSS_NG_STMT_KIND_H */

@@ -10,10 +10,10 @@
  * Locking: PgssNgStmtShared is protected by its entry lock (kind layer),
  * but qtext_failed, set before the entry is published and cleared once
  * under the lock, may be read without it (a true read is checked again
- * under the lock); PgssNgStmtControl by its spinlock, except hist
- * (atomics), loaded (the writer's alone) and npartial/partial
- * (<name>_dealloc: written holding it exclusively, read in the restore
- * bracket).
+ * under the lock), and waits is the sampler's (waits.c says how);
+ * PgssNgStmtControl by its spinlock, except hist (atomics), loaded (the
+ * writer's alone) and npartial/partial (<name>_dealloc: written holding
+ * it exclusively, read in the restore bracket).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,14 +38,15 @@ typedef struct PgssNgStmtShared
 	 * the calls, which the flush that follows writes anyway.
 	 */
 	bool		qtext_failed;
-	PgssNgCounters counters;
 	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
+	int			encoding;		/* the query text's encoding */
+	PgssNgCounters counters;
 	dsa_pointer qtext;			/* query text (qtext.c), or invalid */
-	int			encoding;		/* its encoding */
 	TimestampTz stats_since;	/* entry creation */
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
+	PgssNgWaitSamples waits;	/* the sampler's (waits.c): no entry lock */
 	/* times since minmax_stats_since, by phase (hist_store.c) */
 	PgssNgHistStore hist;
 } PgssNgStmtShared;
@@ -172,7 +173,8 @@ extern void pgss_ng_evicted_shmem_request(void);
 extern Size pgss_ng_evicted_shmem_size(void);
 extern void pgss_ng_evicted_shmem_startup(void);
 extern void pgss_ng_evicted_fold(const PgssNgStmtKey *key,
-								 const PgssNgCounters *c, int64 entries,
+								 const PgssNgCounters *c,
+								 const uint32 *wait_samples, int64 entries,
 								 const PgssNgEvictionLogEntry *log);
 extern bool pgss_ng_eviction_log_on(void);
 extern void pgss_ng_evicted_clear(Oid userid, Oid dbid);

@@ -82,6 +82,8 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->stats_since = sh->stats_since;
 	es->minmax_stats_since = sh->minmax_stats_since;
 	es->last_executed = sh->last_executed;
+	for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
+		es->wait_samples[t] = sh->waits.samples[t];
 	st->has_text = false;
 	if ((st->what & PGSS_NG_READ_TEXT) && DsaPointerIsValid(sh->qtext))
 	{
@@ -277,6 +279,7 @@ reset_locked(void *arg)
 		pg_atomic_write_u64(&ctl->hist.dropped, 0);
 		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
 		pgss_ng_qtext_reset_dropped();
+		pgss_ng_waits_reset_info();
 	}
 }
 
@@ -290,8 +293,9 @@ reset_locked(void *arg)
  *		databases are mixed, when it may hold theirs).  Resetting
  *		everything also restarts the event counters of pgss_ng_info
  *		(dealloc, entries_evicted, dropped, backstop_skips, qtext_dropped,
- *		hist_dropped, eviction_time, stats_reset), and stops a restore in
- *		progress (stmt_saved.c).  All of it in one step under <name>_dealloc
+ *		hist_dropped, eviction_time, stats_reset, wait_events_dropped,
+ *		wait_samples_lost), and stops a restore in progress
+ *		(stmt_saved.c).  All of it in one step under <name>_dealloc
  *		(reset_locked).  Counts still pending in other backends for
  *		removed entries are discarded when they flush: they were made
  *		before the reset.  Returns the time of the reset.  Locks: the kind
@@ -345,6 +349,9 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 	out->hist_bytes = (int64) pg_atomic_read_u64(&pgss_ng_stmt_ctl->hist.bytes);
 	out->hist_dropped =
 		(int64) pg_atomic_read_u64(&pgss_ng_stmt_ctl->hist.dropped);
+	pgss_ng_waits_counters(&out->wait_events_dropped,
+						   &out->wait_samples_lost,
+						   &out->wait_samples_added);
 }
 
 /*

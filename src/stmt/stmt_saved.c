@@ -31,6 +31,7 @@
 
 #include "mb/pg_wchar.h"
 #include "storage/spin.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "qtext.h"
@@ -59,6 +60,8 @@ typedef struct SaveState
 	void	   *arg;
 	StringInfoData buf;			/* reused for each entry */
 	PgssNgHistPair hist;		/* an entry's histograms, copied */
+	PgssNgWaitRow *wait_rows;	/* an entry's rows of wait events */
+	int			max_wait_rows;
 } SaveState;
 
 /*
@@ -71,6 +74,8 @@ typedef struct StmtRestore
 	const PgssNgStmtRecord *rec;
 	const PgssNgHistPair *hist; /* its histograms' windows */
 	const char *text;			/* its text (rec->qlen bytes), or NULL */
+	const char *wait_rows;		/* its rec->nwait_events rows of wait
+								 * events (PgssNgWaitRow, unaligned) */
 	bool		text_dropped;	/* set by stmt_restore_init */
 } StmtRestore;
 
@@ -137,7 +142,8 @@ pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data, Size len)
 		rs->reset_away++;
 	else
 	{
-		pgss_ng_evicted_fold(&rec.key, &rec.counters, 1, NULL);
+		pgss_ng_evicted_fold(&rec.key, &rec.counters, rec.wait_samples, 1,
+							 NULL);
 		/* an eviction: the records beyond max count as one run */
 		pgss_ng_kind_restore_counters(pgss_ng_stmt_kind,
 									  rs->evicted++ == 0 ? 1 : 0, 1, 0, 0,
@@ -311,6 +317,9 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	rec.minmax_stats_since = sh->minmax_stats_since;
 	rec.last_executed = sh->last_executed;
 	rec.usage = pgss_ng_kind_usage(shared_data);
+	memcpy(rec.wait_samples, sh->waits.samples, sizeof(rec.wait_samples));
+	rec.nwait_events = pgss_ng_waits_copy_rows(&sh->waits, ss->wait_rows,
+											   ss->max_wait_rows);
 
 	resetStringInfo(&ss->buf);
 	appendBinaryStringInfo(&ss->buf, (const char *) &rec, sizeof(rec));
@@ -323,6 +332,8 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 		appendBinaryStringInfo(&ss->buf, text, rec.qlen);
 		pfree(text);
 	}
+	appendBinaryStringInfo(&ss->buf, (const char *) ss->wait_rows,
+						   sizeof(PgssNgWaitRow) * rec.nwait_events);
 	ss->fn(ss->buf.data, ss->buf.len, rec.usage, ss->arg);
 	return false;				/* nothing to emit */
 }
@@ -344,7 +355,11 @@ pgss_ng_stmt_save_records(PgssNgSavedRecordFn fn, void *arg)
 	ss->fn = fn;
 	ss->arg = arg;
 	initStringInfo(&ss->buf);
+	ss->max_wait_rows = pgss_ng_waits_rows_max();
+	/* zeroed: the rows' padding is written too */
+	ss->wait_rows = palloc0(sizeof(PgssNgWaitRow) * Max(ss->max_wait_rows, 1));
 	pgss_ng_kind_foreach(pgss_ng_stmt_kind, save_visit, NULL, ss);
+	pfree(ss->wait_rows);
 	pfree(ss->buf.data);
 	pfree(ss);
 }
@@ -397,6 +412,8 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 	sh->stats_since = ra->rec->stats_since;
 	sh->minmax_stats_since = ra->rec->minmax_stats_since;
 	sh->last_executed = ra->rec->last_executed;
+	memcpy(sh->waits.samples, ra->rec->wait_samples,
+		   sizeof(sh->waits.samples));
 	sh->changed_at = GetCurrentTimestamp();
 	sh->qtext = ra->text ?
 		pgss_ng_qtext_store(pgss_ng_kind_area(kind), ra->text,
@@ -427,6 +444,11 @@ stmt_merge_saved(void *shared_data, void *arg)
 	sh->minmax_stats_since = Min(sh->minmax_stats_since,
 								 rec->minmax_stats_since);
 	sh->last_executed = Max(sh->last_executed, rec->last_executed);
+	/* the writer's, which is the one process that writes them */
+	for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
+		sh->waits.samples[t] = (uint32) Min((uint64) sh->waits.samples[t] +
+											rec->wait_samples[t],
+											PG_UINT32_MAX);
 	stmt_stamp_changed(sh);
 }
 
@@ -440,6 +462,25 @@ static void
 stmt_restored_changed(void *shared_data, void *arg)
 {
 	stmt_stamp_changed((PgssNgStmtShared *) shared_data);
+}
+
+/*
+ * restore_wait_rows
+ *		Add a restored record's rows of wait events (wait_rows, unaligned)
+ *		to its entry (pgss_ng_waits_restore_rows).  In the restore bracket.
+ *		Memory: an aligned copy, freed.
+ */
+static void
+restore_wait_rows(const PgssNgStmtRecord *rec, const char *wait_rows)
+{
+	PgssNgWaitRow *rows;
+
+	if (rec->nwait_events == 0)
+		return;
+	rows = palloc(sizeof(PgssNgWaitRow) * rec->nwait_events);
+	memcpy(rows, wait_rows, sizeof(PgssNgWaitRow) * rec->nwait_events);
+	(void) pgss_ng_waits_restore_rows(&rec->key, rows, rec->nwait_events);
+	pfree(rows);
 }
 
 /*
@@ -491,7 +532,10 @@ restore_guarded(void *arg)
 			break;
 	}
 	if (restored)
+	{
+		restore_wait_rows(rec, r->wait_rows);
 		r->rs->restored++;
+	}
 	else
 		r->rs->skipped++;
 	pgss_ng_kind_restore_end(kind);
@@ -501,12 +545,14 @@ restore_guarded(void *arg)
  * read_record
  *		Copy the fixed part of a record of len bytes (its histograms' counts
  *		and text included) into *rec, its histograms into *hist (if not
- *		NULL; only their windows are set) and point *text at its text
- *		(NULL: none); false if the record is malformed.
+ *		NULL; only their windows are set), point *text at its text
+ *		(NULL: none) and *wait_rows at its rows of wait events; false if
+ *		the record is malformed.
  */
 static bool
 read_record(const char *data, Size len, PgssNgStmtRecord *rec,
-			PgssNgHistPair *hist, const char **text)
+			PgssNgHistPair *hist, const char **text,
+			const char **wait_rows)
 {
 	Size		counts = 0;
 	const char *p = data + sizeof(PgssNgStmtRecord);
@@ -521,8 +567,10 @@ read_record(const char *data, Size len, PgssNgStmtRecord *rec,
 			return false;
 		counts += rec->hist_len[w] * sizeof(uint32);
 	}
-	if (rec->qlen < -1 ||
-		len != sizeof(PgssNgStmtRecord) + counts + Max(rec->qlen, 0) ||
+	if (rec->qlen < -1 || rec->nwait_events < 0 ||
+		rec->nwait_events > (int32) (MaxAllocSize / sizeof(PgssNgWaitRow)) ||
+		len != sizeof(PgssNgStmtRecord) + counts + Max(rec->qlen, 0) +
+		sizeof(PgssNgWaitRow) * rec->nwait_events ||
 		!PG_VALID_BE_ENCODING(rec->encoding))
 		return false;
 	for (w = 0; w < PGSS_NG_HIST_NHIST && hist != NULL; w++)
@@ -534,6 +582,16 @@ read_record(const char *data, Size len, PgssNgStmtRecord *rec,
 		p += rec->hist_len[w] * sizeof(uint32);
 	}
 	*text = rec->qlen >= 0 ? data + sizeof(PgssNgStmtRecord) + counts : NULL;
+	*wait_rows = data + sizeof(PgssNgStmtRecord) + counts + Max(rec->qlen, 0);
+	/* a row of event 0 would be a free row of the table */
+	for (int32 i = 0; i < rec->nwait_events; i++)
+	{
+		PgssNgWaitRow row;
+
+		memcpy(&row, *wait_rows + sizeof(row) * i, sizeof(row));
+		if (row.wait_event_info == 0)
+			return false;
+	}
 	return true;
 }
 
@@ -548,8 +606,9 @@ pgss_ng_stmt_record_wellformed(const char *data, Size len)
 {
 	PgssNgStmtRecord rec;
 	const char *text;
+	const char *wait_rows;
 
-	return read_record(data, len, &rec, NULL, &text);
+	return read_record(data, len, &rec, NULL, &text, &wait_rows);
 }
 
 /*
@@ -574,7 +633,7 @@ pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data, Size len)
 
 	if (rs->reset)
 		return;
-	if (!read_record(data, len, &rec, &hist, &r.text))
+	if (!read_record(data, len, &rec, &hist, &r.text, &r.wait_rows))
 		elog(ERROR, "pgss_ng restore of a malformed record");
 
 	/* a forged or damaged text must never make the view fail: skip it */

@@ -12,7 +12,8 @@
  *	  of the info block, uint32 size of an entry record (its fixed part),
  *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
  *	  record uint32 length + the record (PgssNgStmtRecord, then the counts
- *	  of its histograms' windows, then qlen bytes of query text), then the
+ *	  of its histograms' windows, then qlen bytes of query text, then
+ *	  nwait_events rows of wait events, PgssNgWaitRow each), then the
  *	  evicted remainder: uint32 size of a row
  *	  (PgssNgEvictedRow, stmt_kind.h), uint32 number of rows and the rows,
  *	  and last the CRC-32C of all the bytes before it.
@@ -22,8 +23,8 @@
  *
  * Changing the format
  *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord,
- *	  PgssNgEvictedRow or what they contain (PgssNgStmtKey, PgssNgCounters)
- *	  or follows a record (its histograms' counts) bumps
+ *	  PgssNgEvictedRow or what they contain (PgssNgStmtKey, PgssNgCounters,
+ *	  PgssNgWaitRow) or follows a record (its histograms' counts) bumps
  *	  PGSS_NG_FILE_VERSION, and records the new layout below it: on 64-bit
  *	  builds stmt_saved.c compares the sizes and a fingerprint of the
  *	  members' names and offsets with these constants at compile time, so
@@ -55,7 +56,8 @@
  * info block; 9: the evicted remainder after the records, and
  * last_eviction in the info block; 10: a record holds its histograms'
  * windows only (their bounds in the record, their counts after it), and
- * whether each histogram was lost.
+ * whether each histogram was lost; wait samples per type in the records
+ * and the remainder's rows, a record's rows of wait events after its text.
  */
 #define PGSS_NG_FILE_VERSION	10
 
@@ -67,9 +69,9 @@
  * of what it contains.
  */
 #define PGSS_NG_SAVED_INFO_SIZE		56
-#define PGSS_NG_STMT_RECORD_SIZE	504
-#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(210014)
-#define PGSS_NG_EVICTED_ROW_SIZE	464
+#define PGSS_NG_STMT_RECORD_SIZE	560
+#define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(223984)
+#define PGSS_NG_EVICTED_ROW_SIZE	560
 
 /*
  * The counters saved in the stats file's info block (the info counters
@@ -90,7 +92,8 @@ typedef struct PgssNgSavedInfo
  * One saved statement entry, written as the struct is; the counts of its
  * histograms' windows follow it (hist_len[0] + hist_len[1] uint32, the
  * planning histogram's first, as in PgssNgHistPair), then qlen bytes of
- * query text (qlen -1: no text).
+ * query text (qlen -1: no text), then its nwait_events rows of wait events
+ * (PgssNgWaitRow).
  */
 typedef struct PgssNgStmtRecord
 {
@@ -105,7 +108,9 @@ typedef struct PgssNgStmtRecord
 	TimestampTz stats_since;
 	TimestampTz minmax_stats_since;
 	TimestampTz last_executed;	/* 0: none */
-	double		usage;			/* eviction value when saved */
+	uint32		wait_samples[PGSS_NG_WAIT_NTYPES];	/* per type */
+	int32		nwait_events;	/* rows of wait events after the text */
+	double		usage;			/* eviction value when saved: last */
 } PgssNgStmtRecord;
 
 /*
@@ -129,6 +134,10 @@ typedef struct PgssNgStmtRecord
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, minmax_stats_since) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, last_executed) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, usage) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, wait_samples) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgStmtRecord, nwait_events) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgWaitRow, wait_event_info) + \
+	 PGSS_NG_LAYOUT_TERM(PgssNgWaitRow, samples) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, userid) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, dbid) + \
 	 PGSS_NG_LAYOUT_TERM(PgssNgStmtKey, queryid) + \

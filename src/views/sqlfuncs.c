@@ -3,10 +3,10 @@
  * sqlfuncs.c
  *	  SQL-callable functions: pgss_ng(showtext, changed_since) (the
  *	  counters) and pgss_ng_detail(showtext, changed_since) (the same rows,
- *	  with when each entry last ran, its time quantiles and its CPU
- *	  times), pgss_ng_reset(...), pgss_ng_info(), pgss_ng_info_memory(),
- *	  pgss_ng_evicted(), pgss_ng_evictions() and the time histograms of
- *	  one entry,
+ *	  with when each entry last ran, its time quantiles, its CPU times and
+ *	  its wait times), pgss_ng_reset(...), pgss_ng_info(),
+ *	  pgss_ng_info_memory(), pgss_ng_evicted(), pgss_ng_evictions() and the
+ *	  time histograms of one entry,
  *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
  *
  * Privileges follow pg_stat_statements, one rule: every role sees every
@@ -81,11 +81,11 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
 /*
  * number of output columns of pgss_ng_detail(): pgss_ng()'s, then
- * last_executed, quantiles, CPU times
+ * last_executed, quantiles, CPU times, wait times
  */
 #define PGSS_NG_DETAIL_COLS \
 	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
-	 2 * PGSS_NG_NUMPHASE)
+	 2 * PGSS_NG_NUMPHASE + PGSS_NG_WAIT_NGROUPS)
 
 /*
  * The columns each function makes, by name and type, in the order of the
@@ -113,6 +113,12 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 #define CPU_COLUMNS \
 	{"exec_user_time", FLOAT8OID}, {"exec_system_time", FLOAT8OID}, \
 	{"plan_user_time", FLOAT8OID}, {"plan_system_time", FLOAT8OID}
+/* pgss_ng_wait_groups' */
+#define WAIT_COLUMNS \
+	{"wait_cpu_time", FLOAT8OID}, {"wait_lock_time", FLOAT8OID}, \
+	{"wait_lwlock_time", FLOAT8OID}, {"wait_io_time", FLOAT8OID}, \
+	{"wait_ipc_time", FLOAT8OID}, {"wait_client_time", FLOAT8OID}, \
+	{"wait_other_time", FLOAT8OID}
 
 /* pgss_ng() and pgss_ng_detail(): the first PGSS_NG_COLS are pgss_ng()'s */
 static const PgssNgColumn stmt_columns[] = {
@@ -125,12 +131,15 @@ static const PgssNgColumn stmt_columns[] = {
 	{"last_executed", TIMESTAMPTZOID},
 	QUANTILE_COLUMNS("exec"),
 	QUANTILE_COLUMNS("plan"),
-	CPU_COLUMNS
+	CPU_COLUMNS,
+	WAIT_COLUMNS
 };
 StaticAssertDecl(lengthof(stmt_columns) == PGSS_NG_DETAIL_COLS,
 				 "stmt_columns must list every column of pgss_ng_detail()");
 StaticAssertDecl(PGSS_NG_NUM_QUANTILES == 5,
 				 "QUANTILE_COLUMNS must name every quantile");
+StaticAssertDecl(PGSS_NG_WAIT_NGROUPS == 7,
+				 "WAIT_COLUMNS must name every group of wait event types");
 
 /*
  * check_loaded
@@ -309,6 +318,29 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 }
 
 /*
+ * put_wait_columns
+ *		Emit the wait time columns (ms: samples x pgss_ng.wait_sample_period)
+ *		of the samples per type, NULL while sampling is off (no period to
+ *		weigh them with).  Returns the next column index.
+ */
+static int
+put_wait_columns(Datum *values, bool *nulls, int i, const uint64 *samples)
+{
+	uint64		groups[PGSS_NG_WAIT_NGROUPS];
+	int			period = pgss_ng_wait_sample_period;
+
+	pgss_ng_wait_groups(samples, groups);
+	for (int g = 0; g < PGSS_NG_WAIT_NGROUPS; g++)
+	{
+		if (period == 0)
+			nulls[i++] = true;
+		else
+			values[i++] = Float8GetDatum((double) groups[g] * period);
+	}
+	return i;
+}
+
+/*
  * put_row
  *		pgss_ng_stmt_read emit function: one row of pgss_ng(), with
  *		pgss_ng_detail()'s columns if declared (rr->detail), for an entry,
@@ -363,6 +395,7 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 								 es->quantiles[PGSS_NG_PLAN]);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+		i = put_wait_columns(values, nulls, i, es->wait_samples);
 		Assert(i == PGSS_NG_DETAIL_COLS);
 	}
 
@@ -462,7 +495,7 @@ pgss_ng(PG_FUNCTION_ARGS)
  * pgss_ng_detail
  *		pgss_ng_detail(showtext, changed_since): pgss_ng()'s rows with more
  *		columns: last_executed (NULL when no execution was recorded), exec
- *		and plan time quantiles, exec and plan CPU times.  See
+ *		and plan time quantiles, exec and plan CPU times, wait times.  See
  *		pgss_ng_views_statements.
  */
 Datum
@@ -474,11 +507,12 @@ pgss_ng_detail(PG_FUNCTION_ARGS)
 /*
  * number of output columns of pgss_ng_evicted(): identity, plans and
  * their total time, calls and theirs, the sums, the own counters, CPU
- * times, entries and evicted_since
+ * times, entries and evicted_since, wait times
  */
 #define PGSS_NG_EVICTED_COLS \
 	(3 + 2 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + \
-	 PGSS_NG_NUM_OWN_COUNTERS + 2 * PGSS_NG_NUMPHASE + 2)
+	 PGSS_NG_NUM_OWN_COUNTERS + 2 * PGSS_NG_NUMPHASE + 2 + \
+	 PGSS_NG_WAIT_NGROUPS)
 
 static const PgssNgColumn evicted_columns[] = {
 	{"userid", OIDOID}, {"dbid", OIDOID}, {"toplevel", BOOLOID},
@@ -487,7 +521,8 @@ static const PgssNgColumn evicted_columns[] = {
 	PGSS_NG_SUM_COUNTERS(COUNTER_COLUMN)
 	PGSS_NG_OWN_COUNTERS(COUNTER_COLUMN)
 	CPU_COLUMNS,
-	{"entries", INT8OID}, {"evicted_since", TIMESTAMPTZOID}
+	{"entries", INT8OID}, {"evicted_since", TIMESTAMPTZOID},
+	WAIT_COLUMNS
 };
 StaticAssertDecl(lengthof(evicted_columns) == PGSS_NG_EVICTED_COLS,
 				 "evicted_columns must list every column of pgss_ng_evicted()");
@@ -497,7 +532,8 @@ StaticAssertDecl(lengthof(evicted_columns) == PGSS_NG_EVICTED_COLS,
  *		pgss_ng_evicted(): SETOF record, one row per (userid, dbid,
  *		toplevel) of the evicted remainder (stmt_evicted.c): the columns of
  *		pgss_ng that add up, summed over the evicted entries, then entries
- *		and evicted_since.  A role without the privileges of
+ *		and evicted_since, then the wait times.  A role without the
+ *		privileges of
  *		pg_read_all_stats sees only its own rows; the overflow rows (userid
  *		and dbid NULL) only such roles see.  Errors: library not preloaded;
  *		a declared column that the library does not make.
@@ -553,6 +589,7 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
 		values[i++] = Int64GetDatum(rows[r].entries);
 		values[i++] = TimestampTzGetDatum(rows[r].evicted_since);
+		i = put_wait_columns(values, nulls, i, rows[r].wait_samples);
 		Assert(i == PGSS_NG_EVICTED_COLS);
 		pgss_ng_result_project(&rm, &values, &nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,

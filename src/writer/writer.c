@@ -3,7 +3,8 @@
  * writer.c
  *	  Statistics that survive a clean restart: the pgss_ng writer, a
  *	  background worker that reads the stats file at startup and writes it
- *	  at a clean shutdown, and publishes pgss_ng.max to every process.
+ *	  at a clean shutdown, and publishes pgss_ng.max to every process.  In
+ *	  between it samples wait events (sampler.c).
  *
  * Who and when
  *	  The postmaster may not attach DSM segments, so it cannot read or write
@@ -29,8 +30,9 @@
  *		background workers once the client backends are gone or going): if
  *		the postmaster is shutting down (postmaster.pid says "stopping"),
  *		it waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
- *		has flushed its pending counts and detached, then writes the file
- *		under a temporary name, fsyncs it and renames it durably (with
+ *		has flushed its pending counts and detached, adds the wait
+ *		samples it still holds (sampler.c), then writes the file under a
+ *		temporary name, fsyncs it and renames it durably (with
  *		pgss_ng.save off it removes any old file instead), and exits with
  *		code 0, which the postmaster does not log.  Otherwise the SIGTERM
  *		was not a shutdown: it exits at once with code 1, writing nothing;
@@ -78,6 +80,7 @@
 
 #include "pgver.h"
 #include "compat/settings_mirror.h"
+#include "sampler.h"
 #include "statsfile.h"
 #include "writer.h"
 #include "stmt/stmt_saved.h"
@@ -268,10 +271,14 @@ pgss_ng_writer_main(Datum main_arg)
 
 	while (!shutdown_requested)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
+		long		timeout = pgss_ng_sampler_timeout();
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+						 (timeout >= 0 ? WL_TIMEOUT : 0), timeout,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		writer_reload();
+		pgss_ng_sampler_run();
 	}
 
 	/*
@@ -297,6 +304,7 @@ pgss_ng_writer_main(Datum main_arg)
 				(errmsg("pgss_ng writer saves statistics while %u processes are still attached",
 						pgss_ng_stmt_attached() - 1)));
 
+	pgss_ng_sampler_finish();
 	if (persist_save)
 		pgss_ng_statsfile_write();
 	else

@@ -25,7 +25,8 @@ ORDER BY string_to_array(version, '.')::int[]});
 # ext_functions($node, $db, @extensions)
 #	The member functions of those extensions in $db, each a hash:
 #	extension, schema, name, in (array of IN argument types, format_type's names),
-#	ndefaults, out (array of [name, type] of the OUT columns), result
+#	ndefaults, out (array of [name, type] of the OUT columns, names quoted
+#	as identifiers), result
 #	(pg_get_function_result), retset, symbol (prosrc), language.
 sub ext_functions
 {
@@ -38,7 +39,7 @@ SELECT p.pronamespace::regnamespace, p.proname,
        coalesce((SELECT string_agg(format_type(t, NULL), ';' ORDER BY n)
                  FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY a(t, n)), ''),
        p.pronargdefaults,
-       coalesce((SELECT string_agg(a.name || ' ' || format_type(a.t, NULL), ';'
+       coalesce((SELECT string_agg(quote_ident(a.name) || ' ' || format_type(a.t, NULL), ';'
                                    ORDER BY a.n)
                  FROM unnest(p.proargnames, p.proargmodes, p.proallargtypes)
                         WITH ORDINALITY a(name, mode, t, n)

@@ -20,7 +20,7 @@ our @EXPORT =
   stopped_in stopped_or_answered gdb_bt gdb_release library_replaced
   gdb_usable_or_skip gdb_attach gdb_stop_at stop_next
   send_async wait_async answered_or_lwlock wait_for_lwlock
-  stop_and_check_log untracked_psql);
+  stop_and_check_log untracked_psql waits_added);
 
 # $ALL_ROWS
 #	Every column of every entry (pgss_ng_detail), in key order, for tests
@@ -71,6 +71,21 @@ sub untracked_psql
 	my ($node, $sql) = @_;
 	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
 	return $node->safe_psql('postgres', $sql);
+}
+
+# waits_added($node)
+#	Wait until the wait sampler has added to the entries every sample it
+#	took before this call (pgss_ng_info.wait_samples_added after its
+#	start); dies at the suite's timeout.  Untracked.
+sub waits_added
+{
+	my ($node) = @_;
+	local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
+	my $t = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	$node->poll_query_until('postgres',
+		"SELECT wait_samples_added > '$t' FROM pgss_ng_info")
+	  or die "the wait sampler added nothing after $t";
+	return;
 }
 
 # create_wide_table($node, $table, $ncols)

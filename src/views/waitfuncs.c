@@ -1,0 +1,169 @@
+/*-------------------------------------------------------------------------
+ *
+ * waitfuncs.c
+ *	  pgss_ng_waits(): the wait-event profile of each statement entry, one
+ *	  row per (entry, wait event) the statement kind keeps, with the
+ *	  server's own names of the events (pg_stat_activity's), and a row for
+ *	  the samples of the entry running with no wait event (CPU); and
+ *	  pgss_ng_waits_info(), the sampler's counters that the view
+ *	  pgss_ng_info shows.
+ *
+ * Privileges: as pg_stat_activity shows another role's wait events only
+ * to roles with the privileges of pg_read_all_stats, a role without them
+ * sees its own statements' rows only.
+ *
+ * Locking: none taken here; see pgss_ng_waits_read.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "resultcols.h"
+#include "stmt/stmt_kind.h"
+
+PG_FUNCTION_INFO_V1(pgss_ng_waits);
+PG_FUNCTION_INFO_V1(pgss_ng_waits_info);
+
+/* the columns pgss_ng_waits() makes (resultcols.c matches the declared) */
+static const PgssNgColumn waits_columns[] = {
+	{"userid", OIDOID}, {"dbid", OIDOID}, {"toplevel", BOOLOID},
+	{"queryid", INT8OID}, {"wait_event_type", TEXTOID},
+	{"wait_event", TEXTOID}, {"samples", INT8OID}, {"time", FLOAT8OID}
+};
+
+#define PGSS_NG_WAITS_COLS	lengthof(waits_columns)
+
+/* What put_waits needs: the result and how its columns are declared. */
+typedef struct WaitsResult
+{
+	ReturnSetInfo *rsinfo;
+	PgssNgResultMap map;
+} WaitsResult;
+
+/*
+ * put_waits
+ *		pgss_ng_waits_read emit function: the rows of one entry, into the
+ *		result's tuplestore.  A partition lock of the statement kind held
+ *		shared.
+ */
+static void
+put_waits(const PgssNgStmtKey *key, const PgssNgWaitRow *rows, int n,
+		  void *arg)
+{
+	WaitsResult *wr = (WaitsResult *) arg;
+	int			period = pgss_ng_wait_sample_period;
+
+	for (int r = 0; r < n; r++)
+	{
+		Datum		values_made[PGSS_NG_WAITS_COLS];
+		bool		nulls_made[PGSS_NG_WAITS_COLS];
+		Datum	   *values = values_made;
+		bool	   *nulls = nulls_made;
+		uint32		ev = rows[r].wait_event_info;
+		int			i = 0;
+
+		memset(nulls_made, 0, sizeof(nulls_made));
+		values[i++] = ObjectIdGetDatum(key->userid);
+		values[i++] = ObjectIdGetDatum(key->dbid);
+		values[i++] = BoolGetDatum(key->toplevel);
+		values[i++] = Int64GetDatum((int64) key->queryid);
+		if (ev == 0)
+		{
+			values[i++] = CStringGetTextDatum("CPU");
+			nulls[i++] = true;
+		}
+		else
+		{
+			values[i++] = CStringGetTextDatum(pgstat_get_wait_event_type(ev));
+			values[i++] = CStringGetTextDatum(pgstat_get_wait_event(ev));
+		}
+		values[i++] = Int64GetDatum((int64) rows[r].samples);
+		if (period == 0)
+			nulls[i++] = true;
+		else
+			values[i++] = Float8GetDatum((double) rows[r].samples * period);
+		Assert(i == PGSS_NG_WAITS_COLS);
+		pgss_ng_result_project(&wr->map, &values, &nulls);
+		tuplestore_putvalues(wr->rsinfo->setResult, wr->rsinfo->setDesc,
+							 values, nulls);
+	}
+}
+
+/*
+ * pgss_ng_waits
+ *		pgss_ng_waits(): SETOF record (userid, dbid, toplevel, queryid,
+ *		wait_event_type, wait_event, samples, time): for each entry pgss_ng
+ *		shows, its samples with no wait event (wait_event_type 'CPU',
+ *		wait_event NULL) and those of each wait event kept for it; time is
+ *		samples x pgss_ng.wait_sample_period (ms), NULL while sampling is
+ *		off.  Errors: library not preloaded.
+ */
+Datum
+pgss_ng_waits(PG_FUNCTION_ARGS)
+{
+	WaitsResult wr = {.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo};
+	Oid			userid = GetUserId();
+
+	if (!pgss_ng_stmt_attach())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pgss_ng must be loaded via \"shared_preload_libraries\"")));
+	InitMaterializedSRF(fcinfo, 0);
+	pgss_ng_result_map(&wr.map, fcinfo, wr.rsinfo->setDesc, waits_columns,
+					   PGSS_NG_WAITS_COLS, NULL);
+	pgss_ng_waits_read(has_privs_of_role(userid, ROLE_PG_READ_ALL_STATS) ?
+					   InvalidOid : userid, put_waits, &wr);
+	return (Datum) 0;
+}
+
+/*
+ * pgss_ng_waits_info
+ *		pgss_ng_waits_info(): one row (wait_events_dropped,
+ *		wait_samples_lost, wait_samples_added): the per-event rows dropped
+ *		from the full table, the samples no entry took, when the sampler
+ *		last added its samples (NULL: never); see docs/reference.md.
+ *		Errors: library not preloaded.
+ */
+Datum
+pgss_ng_waits_info(PG_FUNCTION_ARGS)
+{
+	static const PgssNgColumn columns[] = {
+		{"wait_events_dropped", INT8OID}, {"wait_samples_lost", INT8OID},
+		{"wait_samples_added", TIMESTAMPTZOID}
+	};
+	TupleDesc	tupdesc;
+	PgssNgResultMap rm;
+	Datum		values_made[lengthof(columns)];
+	bool		nulls_made[lengthof(columns)] = {false, false, false};
+	Datum	   *values = values_made;
+	bool	   *nulls = nulls_made;
+	PgssNgInfoSnapshot info;
+
+	if (!pgss_ng_stmt_attach())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pgss_ng must be loaded via \"shared_preload_libraries\"")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
+					   NULL);
+	pgss_ng_stmt_info(&info);
+	values[0] = Int64GetDatum(info.wait_events_dropped);
+	values[1] = Int64GetDatum(info.wait_samples_lost);
+	if (info.wait_samples_added != 0)
+		values[2] = TimestampTzGetDatum(info.wait_samples_added);
+	else
+		nulls[2] = true;
+	pgss_ng_result_project(&rm, &values, &nulls);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
