@@ -18,9 +18,11 @@ OBJS = \
 	src/hooks/hooks.o \
 	src/hooks/frames.o \
 	src/hooks/measure.o \
+	src/hooks/planid.o \
 	src/views/sqlfuncs.o \
 	src/views/rowform.o \
 	src/views/convert.o \
+	src/views/plansfuncs.o \
 	src/writer/writer.o \
 	src/writer/statsfile.o \
 	src/stmt/stmt_kind.o \
@@ -29,6 +31,8 @@ OBJS = \
 	src/stmt/stmt_evicted.o \
 	src/stmt/stmt_saved.o \
 	src/stmt/qtext.o \
+	src/stmt/plans.o \
+	src/stmt/plantext.o \
 	src/stmt/hist.o \
 	src/stmt/normalize.o \
 	src/kind/kind_shmem.o \
@@ -41,7 +45,7 @@ OBJS = \
 # pgss_ng, and pgss_ng_compat: pg_stat_statements' objects (those of this
 # server's own version) served from pgss_ng's, for monitoring tools.
 EXTENSION = pgss_ng pgss_ng_compat
-DATA = pgss_ng--1.0.sql
+DATA = pgss_ng--1.0.sql pgss_ng--1.1.sql pgss_ng--1.0--1.1.sql
 DATA_built = pgss_ng_compat--1.0.sql
 PGFILEDESC = "pgss_ng - scalable tracking of statement statistics"
 

@@ -37,6 +37,7 @@
 #include "stmt/qtext.h"
 #include "frames.h"
 #include "hooks.h"
+#include "planid.h"
 #include "stmt/stmt_kind.h"
 
 /* Values of pgss_ng.track */
@@ -345,6 +346,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 	PG_END_TRY();
 	pgss_ng_stmt_end(frame);
+	pgss_ng_planid_planned(result);
 
 	if (timed)
 	{
@@ -641,6 +643,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 			.walusage = &totaltime.walusage,
 			.jitusage = estate->es_jit ? &jit : NULL,
 			.parallel = parallel,
+			.planid = pgss_ng_planid_exec(queryDesc, exec_nested_level == 0),
 		};
 
 		PG_TRY();

@@ -68,6 +68,7 @@ stmt_exit(int code, Datum arg)
 	pgss_ng_stmt_merge_errors();
 	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
+	pgss_ng_plans_work();
 	pgss_ng_kind_detach(pgss_ng_stmt_kind);
 	if (counted_attached)
 		pg_atomic_fetch_sub_u32(&pgss_ng_stmt_ctl->nattached, 1);
@@ -365,6 +366,8 @@ count_one(PgssNgPending *p, const PgssNgStore *s)
 		c->parallel_workers_to_launch += s->parallel->to_launch;
 		c->parallel_workers_launched += s->parallel->launched;
 	}
+	if (s->planid != 0)
+		pgss_ng_plans_count(&p->plans, s->planid, s->total_time, s->rows);
 }
 
 /*
@@ -504,6 +507,8 @@ merge_and_flush(bool force)
 	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
 							  "flush statement statistics",
 							  flush_guarded, &force);
+	/* the plan rows the flush found missing */
+	pgss_ng_plans_work();
 }
 
 /*

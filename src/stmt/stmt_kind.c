@@ -54,8 +54,12 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	.shared_zeroed = offsetof(PgssNgStmtShared, hist) +
 	offsetof(PgssNgHistPair, count),
 	.pending_size = sizeof(PgssNgPending),
-	/* the histograms: cleared at their phase's first count (count_one) */
-	.pending_zeroed = offsetof(PgssNgPending, hist),
+	/*
+	 * the plan slots: valid below their count; the histograms: cleared at
+	 * their phase's first count (count_one)
+	 */
+	.pending_zeroed = offsetof(PgssNgPending, plans) +
+	PGSS_NG_PLAN_PENDING_ZEROED,
 	.max_pending = PGSS_NG_MAX_PENDING,
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
@@ -104,6 +108,7 @@ pgss_ng_stmt_init(void)
 {
 	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
 	pgss_ng_evicted_init();
+	pgss_ng_plans_init();
 	DefineCustomIntVariable("pgss_ng.max",
 							"Sets the maximum number of statements tracked "
 							"by pgss_ng.",
@@ -146,6 +151,7 @@ pgss_ng_stmt_shmem_size(void)
 	size = add_size(pgss_ng_kind_shmem_size(&stmt_kind_desc),
 					MAXALIGN(sizeof(PgssNgStmtControl)));
 	size = add_size(size, pgss_ng_evicted_shmem_size());
+	size = add_size(size, pgss_ng_plans_shmem_size());
 	return add_size(size, pgss_ng_qtext_shmem_size());
 }
 
@@ -159,6 +165,7 @@ pgss_ng_stmt_shmem_request(void)
 {
 	pgss_ng_kind_shmem_request(&stmt_kind_desc);
 	pgss_ng_evicted_shmem_request();
+	pgss_ng_plans_shmem_request();
 	pgss_ng_qtext_shmem_request();
 }
 
@@ -180,6 +187,7 @@ pgss_ng_stmt_shmem_startup(void)
 							   stmt_max);
 	pgss_ng_qtext_shmem_startup();
 	pgss_ng_evicted_shmem_startup();
+	pgss_ng_plans_shmem_startup();
 
 	pgss_ng_stmt_ctl = ShmemInitStruct("pgss_ng info",
 									   sizeof(PgssNgStmtControl), &found);
@@ -277,6 +285,7 @@ stmt_free(PgssNgKind *kind, void *shared_data)
 
 	pgss_ng_qtext_release(pgss_ng_kind_area(kind), sh->qtext);
 	sh->qtext = InvalidDsaPointer;
+	pgss_ng_plans_free(&sh->plans);
 }
 
 /*
@@ -374,6 +383,10 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	 * must not become the new ones.  The calls still count.
 	 */
 	fresh = ref->pending_since >= sh->minmax_reset_at;
+	/* first: it maps the plan rows, which may raise, and then writes */
+	if (p->plans.n > 0 || p->plans.lost > 0)
+		pgss_ng_plans_flush(&sh->plans, &p->plans, ref->key, ref->flush_time,
+							fresh);
 	minmax[PGSS_NG_PLAN] = fresh;
 	minmax[PGSS_NG_EXEC] = fresh;
 	pgss_ng_stmt_merge(sh, c, minmax);

@@ -35,6 +35,7 @@
 
 #include "hist.h"
 #include "kind/kind.h"
+#include "plans.h"
 #include "qtext.h"
 
 /* What a store call records: a planning or an execution (a "phase"). */
@@ -210,6 +211,7 @@ typedef struct PgssNgStore
 	const JitInstrumentation *jitusage; /* or NULL: no JIT */
 	const PgssNgParallelWorkers *parallel;	/* or NULL: none measured */
 	const PgssNgCpuTime *cpu;	/* or NULL: not sampled */
+	uint64		planid;			/* an execution's plan (plans.h), 0: none */
 } PgssNgStore;
 
 /* The quantiles shown per phase: p50, p90, p95, p99, p999. */
@@ -254,6 +256,8 @@ typedef struct PgssNgStmtSnapshot
 	int			encoding;		/* the text's encoding */
 	const text *query;			/* copy of the text (no NUL), or NULL;
 								 * NULL without PGSS_NG_READ_TEXT */
+	int64		plans_seen;		/* plan rows made for it (plans.h) */
+	TimestampTz last_plan_change;	/* the last one past the first, 0: none */
 } PgssNgStmtSnapshot;
 
 /* what pgss_ng_stmt_read calls for each entry */
@@ -266,6 +270,7 @@ typedef struct PgssNgInfoSnapshot
 	int64		dropped;		/* plannings/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 	PgssNgQtextStats qtext;		/* the text arena */
+	PgssNgPlansStats plans;		/* the plan rows and their texts */
 } PgssNgInfoSnapshot;
 
 /*

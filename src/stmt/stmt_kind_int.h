@@ -44,6 +44,7 @@ typedef struct PgssNgStmtShared
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
+	PgssNgStmtPlans plans;		/* its plan rows (plans.c) */
 	/* last: only pgss_ng_detail's read copies (the used part of) it */
 	PgssNgHistPair hist;		/* times since minmax_stats_since, by phase */
 } PgssNgStmtShared;
@@ -55,6 +56,7 @@ typedef struct PgssNgStmtShared
 typedef struct PgssNgPending
 {
 	PgssNgCounters counters;	/* zeroed in a new pending entry */
+	PgssNgPlanPending plans;	/* its header zeroed too (plans.h) */
 	PgssNgHistDense hist[PGSS_NG_NUMPHASE];
 } PgssNgPending;
 

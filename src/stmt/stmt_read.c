@@ -79,6 +79,8 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->stats_since = sh->stats_since;
 	es->minmax_stats_since = sh->minmax_stats_since;
 	es->last_executed = sh->last_executed;
+	es->plans_seen = sh->plans.seen;
+	es->last_plan_change = sh->plans.last_change;
 	st->has_text = false;
 	if ((st->what & PGSS_NG_READ_TEXT) && DsaPointerIsValid(sh->qtext))
 	{
@@ -172,6 +174,7 @@ pgss_ng_stmt_read(int what, TimestampTz changed_since,
 
 	pgss_ng_stmt_merge_errors();
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
+	pgss_ng_plans_work();
 
 	/* too big for the stack: the histograms alone are 2.5 kB */
 	st = palloc0(sizeof(ReadState));
@@ -226,6 +229,7 @@ reset_minmax(void *shared_data, void *arg)
 		sh->have_minmax[k] = false;
 	}
 	memset(&sh->hist, 0, sizeof(sh->hist));
+	pgss_ng_plans_reset_minmax(&sh->plans);
 	sh->minmax_stats_since = f->now;
 	sh->minmax_reset_at = f->now;
 	stmt_stamp_changed(sh);
@@ -308,6 +312,7 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 		SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
 		pgss_ng_qtext_reset_dropped();
+		pgss_ng_plans_reset_counters();
 	}
 	return f.now;
 }
@@ -326,6 +331,7 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
+	pgss_ng_plans_stats(&out->plans);
 }
 
 /*

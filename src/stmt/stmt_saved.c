@@ -47,6 +47,8 @@ StaticAssertDecl(PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD == PGSS_NG_STMT_RECORD_LAYO
 				 "the saved record's layout changed: bump PGSS_NG_FILE_VERSION and record its layout");
 StaticAssertDecl(sizeof(PgssNgEvictedRow) == PGSS_NG_EVICTED_ROW_SIZE,
 				 "PgssNgEvictedRow changed: bump PGSS_NG_FILE_VERSION and record its size");
+StaticAssertDecl(sizeof(PgssNgPlanRecord) == PGSS_NG_PLAN_RECORD_SIZE,
+				 "PgssNgPlanRecord changed: bump PGSS_NG_FILE_VERSION and record its size");
 #endif
 
 /*
@@ -69,6 +71,8 @@ typedef struct StmtRestore
 	PgssNgRestore *rs;
 	const PgssNgStmtRecord *rec;
 	const char *text;			/* its text (rec->qlen bytes), or NULL */
+	const char *plans;			/* its plans (plans_len bytes) */
+	Size		plans_len;
 	bool		text_dropped;	/* set by stmt_restore_init */
 } StmtRestore;
 
@@ -305,6 +309,7 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 		appendBinaryStringInfo(&ss->buf, text, rec.qlen);
 		pfree(text);
 	}
+	pgss_ng_plans_save(&sh->plans, &ss->buf);
 	ss->fn(ss->buf.data, ss->buf.len, rec.usage, ss->arg);
 	return false;				/* nothing to emit */
 }
@@ -443,7 +448,10 @@ restore_guarded(void *arg)
 			break;
 	}
 	if (restored)
+	{
 		r->rs->restored++;
+		pgss_ng_plans_restore(&rec->key, r->plans, r->plans_len);
+	}
 	else
 		r->rs->skipped++;
 	pgss_ng_kind_restore_end(kind);
@@ -451,23 +459,29 @@ restore_guarded(void *arg)
 
 /*
  * read_record
- *		Copy the fixed part of a record of len bytes (its text included)
- *		into *rec and point *text at its text (NULL: none); false if the
- *		record is malformed.
+ *		Copy the fixed part of a record of len bytes (its text and plans
+ *		included) into *rec, point *text at its text (NULL: none) and
+ *		*plans at its plans (*plans_len bytes); false if the record is
+ *		malformed.
  */
 static bool
 read_record(const char *data, Size len, PgssNgStmtRecord *rec,
-			const char **text)
+			const char **text, const char **plans, Size *plans_len)
 {
+	Size		fixed;
+
 	if (len < sizeof(PgssNgStmtRecord))
 		return false;
 	memcpy(rec, data, sizeof(PgssNgStmtRecord));
-	if (rec->qlen < -1 ||
-		len != sizeof(PgssNgStmtRecord) + Max(rec->qlen, 0) ||
+	fixed = sizeof(PgssNgStmtRecord) + Max(rec->qlen, 0);
+	if (rec->qlen < -1 || len < fixed ||
 		!PG_VALID_BE_ENCODING(rec->encoding) ||
-		!pgss_ng_hist_valid(&rec->hist))
+		!pgss_ng_hist_valid(&rec->hist) ||
+		!pgss_ng_plans_saved_valid(data + fixed, len - fixed))
 		return false;
 	*text = rec->qlen >= 0 ? data + sizeof(PgssNgStmtRecord) : NULL;
+	*plans = data + fixed;
+	*plans_len = len - fixed;
 	return true;
 }
 
@@ -482,8 +496,10 @@ pgss_ng_stmt_record_wellformed(const char *data, Size len)
 {
 	PgssNgStmtRecord rec;
 	const char *text;
+	const char *plans;
+	Size		plans_len;
 
-	return read_record(data, len, &rec, &text);
+	return read_record(data, len, &rec, &text, &plans, &plans_len);
 }
 
 /*
@@ -507,7 +523,7 @@ pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data, Size len)
 
 	if (rs->reset)
 		return;
-	if (!read_record(data, len, &rec, &r.text))
+	if (!read_record(data, len, &rec, &r.text, &r.plans, &r.plans_len))
 		elog(ERROR, "pgss_ng restore of a malformed record");
 
 	/* a forged or damaged text must never make the view fail: skip it */

@@ -12,7 +12,8 @@
  *	  of the info block, uint32 size of an entry record (its fixed part),
  *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
  *	  record uint32 length + the record (PgssNgStmtRecord, then qlen bytes
- *	  of query text), then the evicted remainder: uint32 size of a row
+ *	  of query text, then its plan rows: PgssNgPlansSaved and per row a
+ *	  PgssNgPlanRecord and textlen bytes of plan text), then the evicted remainder: uint32 size of a row
  *	  (PgssNgEvictedRow, stmt_kind.h), uint32 number of rows and the rows,
  *	  and last the CRC-32C of all the bytes before it.
  *	  A file is only read back by the same format version, PostgreSQL
@@ -52,12 +53,13 @@
  * histograms of 322 buckets from 8 ns, both kept whole (PgssNgHistPair of
  * 2584 bytes); 8: plus eviction_ns (pgss_ng_info.eviction_time) in the
  * info block; 9: the evicted remainder after the records, and
- * last_eviction in the info block.
+ * last_eviction in the info block; 10: each record's plan rows after its
+ * text.
  */
-#define PGSS_NG_FILE_VERSION	9
+#define PGSS_NG_FILE_VERSION	10
 
 /*
- * The layout of version 9 on 64-bit builds (checked in stmt_saved.c):
+ * The layout of version 10 on 64-bit builds (checked in stmt_saved.c):
  * sizeof(PgssNgSavedInfo), sizeof(PgssNgStmtRecord),
  * sizeof(PgssNgEvictedRow) and the fingerprint
  * PGSS_NG_STMT_RECORD_LAYOUT of the record's members and of the members
@@ -67,6 +69,7 @@
 #define PGSS_NG_STMT_RECORD_SIZE	3080
 #define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(367549)
 #define PGSS_NG_EVICTED_ROW_SIZE	464
+#define PGSS_NG_PLAN_RECORD_SIZE	88
 
 /*
  * The counters saved in the stats file's info block (the info counters
@@ -100,6 +103,38 @@ typedef struct PgssNgStmtRecord
 	TimestampTz last_executed;	/* 0: none */
 	double		usage;			/* eviction value when saved */
 } PgssNgStmtRecord;
+
+/*
+ * A saved statement's plans (plans.c), after its query text: how many plan
+ * rows follow, and its plans_seen and last_plan_change.
+ */
+typedef struct PgssNgPlansSaved
+{
+	int32		nrows;
+	int32		seen;
+	TimestampTz last_change;	/* 0: none */
+} PgssNgPlansSaved;
+
+/*
+ * One saved plan row, written as the struct is; textlen bytes of its
+ * EXPLAIN text follow (textlen -1: none).
+ */
+typedef struct PgssNgPlanRecord
+{
+	uint64		planid;
+	int64		calls;
+	double		total_time;
+	double		min_time;
+	double		max_time;
+	int64		rows;
+	TimestampTz first_call;
+	TimestampTz last_call;
+	double		usage;			/* eviction value at last_call */
+	int32		encoding;		/* the text's */
+	int32		textlen;
+	bool		have_minmax;
+	bool		text_tried;		/* a capture of its text was tried */
+} PgssNgPlanRecord;
 
 /*
  * The fingerprint of this build's record layout: a term per member, its

@@ -74,11 +74,11 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
 /*
  * number of output columns of pgss_ng_detail(): pgss_ng()'s, then
- * last_executed, quantiles, CPU times
+ * last_executed, quantiles, CPU times, plans_seen and last_plan_change
  */
 #define PGSS_NG_DETAIL_COLS \
 	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
-	 2 * PGSS_NG_NUMPHASE)
+	 2 * PGSS_NG_NUMPHASE + 2)
 
 /*
  * check_loaded
@@ -301,6 +301,15 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 								 es->quantiles[PGSS_NG_PLAN]);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+		/* NULL for a statement no plan was identified of (utility) */
+		if (es->plans_seen > 0)
+			values[i++] = Int64GetDatum(es->plans_seen);
+		else
+			nulls[i++] = true;
+		if (es->last_plan_change != 0)
+			values[i++] = TimestampTzGetDatum(es->last_plan_change);
+		else
+			nulls[i++] = true;
 		Assert(i == PGSS_NG_DETAIL_COLS);
 	}
 
@@ -551,17 +560,21 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
  *		One row of extension-wide counters: dealloc, stats_reset, entries,
  *		dropped, entries_allocated, entries_max, backstop_skips,
  *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
- *		entries_evicted, eviction_time (see README); qtext_bytes,
- *		qtext_count and qtext_dropped are NULL for roles without the
- *		privileges of pg_read_all_stats.
+ *		entries_evicted, eviction_time, last_eviction, then the plan rows':
+ *		plans, plans_max, plans_evicted, plan_calls_dropped,
+ *		plan_text_bytes, plan_text_limit_bytes, plan_text_dropped,
+ *		plan_text_failures (docs/reference.md); qtext_bytes, qtext_count
+ *		and qtext_dropped are NULL for roles without the privileges of
+ *		pg_read_all_stats (plan texts are not shared between roles: their
+ *		bytes tell nothing of another role's).
  *		Errors: library not preloaded.
  */
 Datum
 pgss_ng_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[14];
-	bool		nulls[14];
+	Datum		values[22];
+	bool		nulls[22];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -605,6 +618,15 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 		values[i++] = TimestampTzGetDatum(info.kind.last_eviction);
 	else
 		nulls[i++] = true;
+	/* the plan rows (plans.h) and their text arena */
+	values[i++] = Int64GetDatum(info.plans.rows);
+	values[i++] = Int64GetDatum(info.plans.rows_max);
+	values[i++] = Int64GetDatum(info.plans.evicted);
+	values[i++] = Int64GetDatum(info.plans.calls_dropped);
+	values[i++] = Int64GetDatum(info.plans.text.bytes);
+	values[i++] = Int64GetDatum(info.plans.text.limit_bytes);
+	values[i++] = Int64GetDatum(info.plans.text.dropped);
+	values[i++] = Int64GetDatum(info.plans.text.failures);
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -1,0 +1,152 @@
+/* pgss_ng--1.0--1.1.sql: upgrade pgss_ng 1.0 to 1.1 */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION pgss_ng UPDATE TO '1.1'" to load this file. \quit
+
+-- Plan identity: pgss_ng_detail gains plans_seen and last_plan_change,
+-- pgss_ng_info the plan rows' counters (columns appended, so the functions
+-- are made again with their views), and pgss_ng_plans is new.
+DROP VIEW pgss_ng_detail;
+DROP FUNCTION pgss_ng_detail(boolean, timestamptz);
+CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
+    IN changed_since timestamptz DEFAULT NULL,
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT query text,
+    OUT plans int8,
+    OUT total_plan_time float8,
+    OUT min_plan_time float8,
+    OUT max_plan_time float8,
+    OUT mean_plan_time float8,
+    OUT stddev_plan_time float8,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT min_exec_time float8,
+    OUT max_exec_time float8,
+    OUT mean_exec_time float8,
+    OUT stddev_exec_time float8,
+    OUT rows int8,
+    OUT shared_blks_hit int8,
+    OUT shared_blks_read int8,
+    OUT shared_blks_dirtied int8,
+    OUT shared_blks_written int8,
+    OUT local_blks_hit int8,
+    OUT local_blks_read int8,
+    OUT local_blks_dirtied int8,
+    OUT local_blks_written int8,
+    OUT temp_blks_read int8,
+    OUT temp_blks_written int8,
+    OUT shared_blk_read_time float8,
+    OUT shared_blk_write_time float8,
+    OUT local_blk_read_time float8,
+    OUT local_blk_write_time float8,
+    OUT temp_blk_read_time float8,
+    OUT temp_blk_write_time float8,
+    OUT wal_records int8,
+    OUT wal_fpi int8,
+    OUT wal_bytes numeric,
+    OUT wal_buffers_full int8,
+    OUT jit_functions int8,
+    OUT jit_generation_time float8,
+    OUT jit_inlining_count int8,
+    OUT jit_inlining_time float8,
+    OUT jit_optimization_count int8,
+    OUT jit_optimization_time float8,
+    OUT jit_emission_count int8,
+    OUT jit_emission_time float8,
+    OUT jit_deform_count int8,
+    OUT jit_deform_time float8,
+    OUT parallel_workers_to_launch int8,
+    OUT parallel_workers_launched int8,
+    OUT stats_since timestamptz,
+    OUT minmax_stats_since timestamptz,
+    OUT errors int8,
+    OUT error_exec_time float8,
+    OUT last_executed timestamptz,
+    OUT exec_time_p50 float8,
+    OUT exec_time_p90 float8,
+    OUT exec_time_p95 float8,
+    OUT exec_time_p99 float8,
+    OUT exec_time_p999 float8,
+    OUT plan_time_p50 float8,
+    OUT plan_time_p90 float8,
+    OUT plan_time_p95 float8,
+    OUT plan_time_p99 float8,
+    OUT plan_time_p999 float8,
+    OUT exec_user_time float8,
+    OUT exec_system_time float8,
+    OUT plan_user_time float8,
+    OUT plan_system_time float8,
+    OUT plans_seen int8,
+    OUT last_plan_change timestamptz
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_detail'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_detail AS
+  SELECT * FROM pgss_ng_detail(true);
+
+GRANT SELECT ON pgss_ng_detail TO PUBLIC;
+
+DROP VIEW pgss_ng_info;
+DROP FUNCTION pgss_ng_info();
+CREATE FUNCTION pgss_ng_info(
+    OUT dealloc bigint,
+    OUT stats_reset timestamptz,
+    OUT entries bigint,
+    OUT dropped bigint,
+    OUT entries_allocated bigint,
+    OUT entries_max bigint,
+    OUT backstop_skips bigint,
+    OUT qtext_bytes bigint,
+    OUT qtext_limit_bytes bigint,
+    OUT qtext_count bigint,
+    OUT qtext_dropped bigint,
+    OUT entries_evicted bigint,
+    OUT eviction_time float8,
+    OUT last_eviction timestamptz,
+    OUT plans bigint,
+    OUT plans_max bigint,
+    OUT plans_evicted bigint,
+    OUT plan_calls_dropped bigint,
+    OUT plan_text_bytes bigint,
+    OUT plan_text_limit_bytes bigint,
+    OUT plan_text_dropped bigint,
+    OUT plan_text_failures bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_info AS
+  SELECT * FROM pgss_ng_info();
+
+GRANT SELECT ON pgss_ng_info TO PUBLIC;
+
+CREATE FUNCTION pgss_ng_plans(IN showtext boolean DEFAULT true,
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT planid bigint,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT min_exec_time float8,
+    OUT max_exec_time float8,
+    OUT mean_exec_time float8,
+    OUT rows int8,
+    OUT first_call timestamptz,
+    OUT last_call timestamptz,
+    OUT plan text
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_plans'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_plans AS
+  SELECT * FROM pgss_ng_plans(true);
+
+GRANT SELECT ON pgss_ng_plans TO PUBLIC;

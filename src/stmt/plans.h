@@ -1,0 +1,178 @@
+/*-------------------------------------------------------------------------
+ *
+ * plans.h
+ *	  Plan rows: per statement entry, one row per plan id it ran (calls,
+ *	  execution times, rows, first and last call, the plan's EXPLAIN text),
+ *	  kept in DSA chunks hanging from the statement's shared data and
+ *	  counted, flushed, read, saved, reset and evicted with it (plans.c).
+ *	  pgss_ng.plans_max bounds them all: past it the least used go.
+ *
+ * A backend counts an execution into its statement's pending data (a few
+ * slots, one per plan id), and the statement's flush merges them into the
+ * rows under the entry lock it holds anyway: a known plan costs no lock,
+ * lookup or allocation of its own.  A plan with no row yet, and a plan
+ * text captured at a new plan's first execution (planid.c), are handed to
+ * pgss_ng_plans_work(), which makes the rows after the flush, with no lock
+ * held while it allocates.
+ *
+ * Locking: a statement's plan rows are its kind data: read and written
+ * under its entry lock (shared to read).  The eviction of plan rows takes
+ * the named LWLock pgss_ng_plans without waiting, then the statement
+ * kind's partition and entry locks (docs/design.md, "Plan rows").
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGSS_NG_PLANS_H
+#define PGSS_NG_PLANS_H
+
+#include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
+#include "utils/dsa.h"
+
+#include "plantext.h"
+
+struct PgssNgStmtKey;
+
+/* Plans a statement's pending data counts apart before they go uncounted. */
+#define PGSS_NG_PENDING_PLANS	3
+
+/* The counts of one plan since the last flush (ms for times). */
+typedef struct PgssNgPlanCounts
+{
+	uint64		planid;
+	int64		calls;
+	double		total_time;
+	double		min_time;
+	double		max_time;
+	int64		rows;
+} PgssNgPlanCounts;
+
+/*
+ * A statement's pending plan counts (part of its pending data): n and lost
+ * are zeroed with the pending entry, the slots below n are valid.
+ */
+typedef struct PgssNgPlanPending
+{
+	int32		n;				/* slots in use */
+	int32		lost;			/* executions whose plan found no slot */
+	PgssNgPlanCounts plan[PGSS_NG_PENDING_PLANS];
+} PgssNgPlanPending;
+
+/* Bytes of a PgssNgPlanPending to zero in a new pending entry. */
+#define PGSS_NG_PLAN_PENDING_ZEROED	offsetof(PgssNgPlanPending, plan)
+
+/*
+ * A statement's plans, in its shared data (zeroed at creation): its plan
+ * rows, how many plan rows were made for it since it was, and when the
+ * last one was made while it had one already (0: never).
+ */
+typedef struct PgssNgStmtPlans
+{
+	dsa_pointer rows;			/* first PgssNgPlanRow, or invalid */
+	int32		nrows;
+	int32		seen;			/* plan rows made, evicted ones included */
+	TimestampTz last_change;	/* when a plan row was made past the first */
+} PgssNgStmtPlans;
+
+/* The plan rows' counters of pgss_ng_info. */
+typedef struct PgssNgPlansStats
+{
+	int64		rows;			/* live plan rows */
+	int64		rows_max;		/* pgss_ng.plans_max in effect */
+	int64		evicted;		/* rows evicted to keep to it */
+	int64		calls_dropped;	/* executions their plan row missed */
+	PgssNgPlanTextStats text;
+} PgssNgPlansStats;
+
+/* A reader's copy of one plan row (pgss_ng_plans_read). */
+typedef struct PgssNgPlanSnapshot
+{
+	const struct PgssNgStmtKey *key;	/* its statement's */
+	uint64		planid;
+	int64		calls;
+	double		total_time;
+	double		min_time;
+	double		max_time;
+	int64		rows;
+	TimestampTz first_call;
+	TimestampTz last_call;
+	int			encoding;		/* the text's */
+	const char *plan;			/* plan_len bytes (no NUL), or NULL */
+	int			plan_len;
+} PgssNgPlanSnapshot;
+
+typedef void (*PgssNgPlanEmitFn) (const PgssNgPlanSnapshot *ps, void *arg);
+
+/*
+ * pgss_ng_plans_count
+ *		Count one execution of plan planid (ms, rows) in a statement's
+ *		pending data: its slot, or a new one; none left, lost (counted at
+ *		the flush).  Backend-local; no lock, no ERROR.
+ */
+static inline void
+pgss_ng_plans_count(PgssNgPlanPending *pp, uint64 planid, double ms,
+					uint64 rows)
+{
+	PgssNgPlanCounts *pc = pp->plan;
+	PgssNgPlanCounts *end = pp->plan + pp->n;
+
+	while (pc < end && pc->planid != planid)
+		pc++;
+	if (pc == end)
+	{
+		if (pp->n == PGSS_NG_PENDING_PLANS)
+		{
+			pp->lost++;
+			return;
+		}
+		pp->n++;
+		pc->planid = planid;
+		pc->calls = 0;
+		pc->total_time = 0;
+		pc->min_time = ms;
+		pc->max_time = ms;
+		pc->rows = 0;
+	}
+	pc->calls++;
+	pc->total_time += ms;
+	if (ms < pc->min_time)
+		pc->min_time = ms;
+	if (ms > pc->max_time)
+		pc->max_time = ms;
+	pc->rows += rows;
+}
+
+/* set-up */
+extern void pgss_ng_plans_init(void);
+extern Size pgss_ng_plans_shmem_size(void);
+extern void pgss_ng_plans_shmem_request(void);
+extern void pgss_ng_plans_shmem_startup(void);
+
+/* the statement kind's flush, free and min/max reset (entry lock held) */
+extern void pgss_ng_plans_flush(PgssNgStmtPlans *sp,
+								const PgssNgPlanPending *pp,
+								const struct PgssNgStmtKey *key,
+								TimestampTz now, bool fresh);
+extern void pgss_ng_plans_free(PgssNgStmtPlans *sp);
+extern void pgss_ng_plans_reset_minmax(PgssNgStmtPlans *sp);
+
+/* a backend, after each flush and at a new plan's first execution */
+extern void pgss_ng_plans_work(void);
+extern bool pgss_ng_plans_text_wanted(const struct PgssNgStmtKey *key,
+									  uint64 planid);
+extern void pgss_ng_plans_add_text(const struct PgssNgStmtKey *key,
+								   uint64 planid, const char *text, int len);
+
+/* readers, info */
+extern void pgss_ng_plans_read(bool showtext, PgssNgPlanEmitFn emit,
+							   void *arg);
+extern void pgss_ng_plans_stats(PgssNgPlansStats *out);
+extern void pgss_ng_plans_reset_counters(void);
+
+/* the stats file (format: stmt_saved.h) */
+extern void pgss_ng_plans_save(const PgssNgStmtPlans *sp, StringInfo buf);
+extern bool pgss_ng_plans_saved_valid(const char *data, Size len);
+extern void pgss_ng_plans_restore(const struct PgssNgStmtKey *key,
+								  const char *data, Size len);
+
+#endif							/* PGSS_NG_PLANS_H */
