@@ -32,10 +32,12 @@ is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'),
 
 $node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
 is( $node->safe_psql(
-		'postgres',
-		"SELECT extversion FROM pg_extension WHERE extname = 'pgss_ng'"),
-	'1.0',
-	'CREATE EXTENSION pgss_ng works');
+		'postgres', q{
+SELECT e.extversion = a.default_version
+FROM pg_extension e JOIN pg_available_extensions a ON a.name = e.extname
+WHERE e.extname = 'pgss_ng'}),
+	't',
+	'CREATE EXTENSION pgss_ng works (its default version)');
 
 # Each statement in one session, each followed by the SQLSTATE and message
 # of the error it raised, and a final statement showing the session is fine.
