@@ -79,7 +79,8 @@ REGRESS = \
 	022_security \
 	030_histogram \
 	031_read_rows \
-	040_compat
+	040_compat \
+	050_plans
 # The module must be in shared_preload_libraries, so the suite cannot run
 # against an arbitrary installed server: only on its own temp instance.
 NO_INSTALLCHECK = 1
