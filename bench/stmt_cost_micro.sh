@@ -28,6 +28,9 @@
 #
 # Printed: instructions per statement of each variant, the extra over the
 # untracked server, and pgss_ng's extra against pg_stat_statements'.
+# PLANS=1 adds the variant pgss_ng_noplans (pgss_ng with
+# pgss_ng.track_plans off; pgss_ng runs with it on) and prints what plan
+# rows cost per statement: pgss_ng's instructions less pgss_ng_noplans'.
 #
 # Usage (as root or postgres; root re-runs itself as postgres):
 #   PG_CONFIG=/path/to/pg_config [MAX=5000] [N1=200] [N2=2200] \
@@ -48,7 +51,7 @@ PORT=${PORT:-54339}
 if [ "$(id -u)" -eq 0 ]; then
 	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" MAX="$MAX" \
 		N1="$N1" N2="$N2" WORKLOADS="$WORKLOADS" PORT="$PORT" \
-		KEEP="${KEEP:-}" bash "$(readlink -f "$0")"
+		KEEP="${KEEP:-}" PLANS="${PLANS:-}" bash "$(readlink -f "$0")"
 fi
 command -v valgrind >/dev/null || { echo "stmt_cost_micro.sh: needs valgrind" >&2; exit 2; }
 [ "$N2" -gt "$N1" ] || { echo "stmt_cost_micro.sh: N2 must exceed N1" >&2; exit 2; }
@@ -104,12 +107,14 @@ total_of()
 
 declare -A IR
 port=$PORT
-for v in untracked pg_stat_statements pgss_ng; do
+VARIANTS="untracked pg_stat_statements pgss_ng${PLANS:+ pgss_ng_noplans}"
+for v in $VARIANTS; do
 	dir=$WORK/$v
 	mkdir -p "$dir"
 	"$BIN/initdb" -D "$dir/data" -A trust >/dev/null
 	case $v in
 		untracked) spl= ;;
+		pgss_ng_noplans) spl=pgss_ng ;;
 		*) spl=$v ;;
 	esac
 	cat >>"$dir/data/postgresql.conf" <<CONF
@@ -119,6 +124,7 @@ listen_addresses = ''
 shared_preload_libraries = '$spl'
 pg_stat_statements.max = $MAX
 pgss_ng.max = $MAX
+pgss_ng.track_plans = $([ $v = pgss_ng_noplans ] && echo off || echo on)
 autovacuum = off
 fsync = off
 max_connections = 10
@@ -126,7 +132,7 @@ CONF
 	"$BIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
 	RUNNING+=("$dir")
 	psql=("$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port")
-	[ $v = untracked ] || "${psql[@]}" -c "CREATE EXTENSION $v"
+	[ $v = untracked ] || "${psql[@]}" -c "CREATE EXTENSION $spl"
 	"${psql[@]}" -c "CREATE TABLE w ($(seq -f 'c%g int' -s ', ' 1 100))"
 	statements 0 $((MAX * 6 / 5)) >"$dir/fill.sql"
 	"${psql[@]}" -o /dev/null -f "$dir/fill.sql"
@@ -163,3 +169,9 @@ for w in $WORKLOADS; do
 	printf '  %-8s %12d %20d %16d %14d %d (%s)\n' "$w" "$u" "$s" "$n" $((s - u)) $((n - u)) \
 		"$(awk -v a=$((n - u)) -v b=$((s - u)) 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')"
 done
+if [ -n "${PLANS:-}" ]; then
+	echo "plan rows (pgss_ng.track_plans on less off), instructions per statement:"
+	for w in $WORKLOADS; do
+		printf '  %-8s %12d\n' "$w" $((IR[pgss_ng.$w] - IR[pgss_ng_noplans.$w]))
+	done
+fi

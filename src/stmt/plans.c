@@ -42,7 +42,7 @@
 #include "stmt_kind_int.h"
 #include "stmt_saved.h"
 
-#define PLANS_LOCK_NAME			"pgss_ng_plans"
+#define PLANS_LOCK_NAME			"pgss_ng_plan_dealloc"
 
 /* The usage of a row is decayed at most once per this many microseconds. */
 #define PLAN_USAGE_STEP_US		1000000
@@ -336,26 +336,33 @@ work_add(const PgssNgStmtKey *key, const PgssNgPlanCounts *pc, bool fresh,
  *		its flush callback (entry lock held exclusively, with ref->key as
  *		key and the flush's time): each plan's counts go to its row, or,
  *		with no row yet, to a work item (pgss_ng_plans_work makes it).
- *		Rows are mapped before anything is written (map_rows); after that
- *		nothing raises.
+ *		One pass maps every row and finds each plan's before anything is
+ *		written (dsa_get_address may raise); after it nothing raises.
  */
 void
 pgss_ng_plans_flush(PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
 					const PgssNgStmtKey *key, TimestampTz now, bool fresh)
 {
 	dsa_area   *area = pgss_ng_kind_area(pgss_ng_stmt_kind);
+	PgssNgPlanRow *rows[PGSS_NG_PENDING_PLANS] = {NULL};
+	dsa_pointer p;
 	int			i;
 
-	map_rows(area, sp);
+	for (p = sp->rows; DsaPointerIsValid(p);)
+	{
+		PgssNgPlanRow *row = ROW(area, p);
+
+		for (i = 0; i < pp->n; i++)
+			if (pp->plan[i].planid == row->planid)
+				rows[i] = row;
+		p = row->next;
+	}
 	for (i = 0; i < pp->n; i++)
 	{
-		const PgssNgPlanCounts *pc = &pp->plan[i];
-		PgssNgPlanRow *row = find_row(area, sp, pc->planid);
-
-		if (row)
-			row_merge_counts(row, pc, now, fresh);
+		if (rows[i])
+			row_merge_counts(rows[i], &pp->plan[i], now, fresh);
 		else
-			work_add(key, pc, fresh, false, NULL, 0);
+			work_add(key, &pp->plan[i], fresh, false, NULL, 0);
 	}
 	count_calls_dropped(pp->lost);
 }
@@ -744,7 +751,7 @@ unlink_victim(void *shared_data, void *arg)
 /*
  * evict_rows
  *		If rows are past plans_max and no other backend is evicting them
- *		(pgss_ng_plans, taken without waiting), evict the least valuable
+ *		(pgss_ng_plan_dealloc, taken without waiting), evict the least valuable
  *		down to PLANS_EVICT_KEEP_PERCENT of it: one pass over the
  *		statements (their entry locks shared) keeps the victims in a
  *		bounded heap, then each is taken off its list under its entry

@@ -17,7 +17,7 @@
  *
  * Locking: a statement's plan rows are its kind data: read and written
  * under its entry lock (shared to read).  The eviction of plan rows takes
- * the named LWLock pgss_ng_plans without waiting, then the statement
+ * the named LWLock pgss_ng_plan_dealloc without waiting, then the statement
  * kind's partition and entry locks (docs/design.md, "Plan rows").
  *
  *-------------------------------------------------------------------------
