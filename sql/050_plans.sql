@@ -2,8 +2,10 @@
 -- 050_plans: plan rows (pgss_ng_plans, pgss_ng.track_plans on).
 --   * A statement run under an index scan, then (enable_indexscan off)
 --     under a sequential scan, has exactly two plan rows, whose calls and
---     rows add up to the statement's, with the EXPLAIN (COSTS OFF) text of
---     each plan's first execution; the same plan with other constants is
+--     rows add up to the statement's, each with its EXPLAIN (COSTS OFF)
+--     text: captured at the first execution of a new plan of a statement
+--     that ran before (the sequential scan), at the second of a new
+--     statement's (the index scan); the same plan with other constants is
 --     one row.  pgss_ng_detail: plans_seen 2 and last_plan_change set;
 --     NULL for a statement with no plan (utility).
 --   * A prepared statement on a partitioned table: its custom plans (the
@@ -89,6 +91,7 @@ CREATE ROLE regress_plans_user;
 GRANT SELECT ON plan_t TO regress_plans_user;
 SET ROLE regress_plans_user;
 SELECT b FROM plan_t WHERE a = 7;
+SELECT b FROM plan_t WHERE a = 8;
 SELECT userid = 'regress_plans_user'::regrole AS own, count(*) > 0 AS some,
        bool_and(queryid IS NOT NULL) AS queryids,
        bool_and(planid IS NOT NULL) AS planids,

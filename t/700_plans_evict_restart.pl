@@ -2,12 +2,12 @@
 # pgss_ng.plans_max, with pgss_ng.track_plans off, and the plan id that
 # PostgreSQL 18 reports.
 #
-#   1. pgss_ng.max = 100 (plans_max 1000), 150 statements each run under a sequential scan
-#      and then an index scan (two plans): statements are evicted; sum(calls)
-#      over pgss_ng plus pgss_ng_evicted is every execution; each live
-#      statement's plan rows add up to its calls; no plan row is left of an
-#      evicted statement (pgss_ng_info.plans is the view's rows, all of
-#      live statements).
+#   1. pgss_ng.max = 100 (plans_max 1000), 150 statements each run twice
+#      under a sequential scan and then under an index scan (two plans):
+#      statements are evicted; sum(calls) over pgss_ng plus pgss_ng_evicted
+#      is every execution; each live statement's plan rows add up to its
+#      calls; no plan row is left of an evicted statement
+#      (pgss_ng_info.plans is the view's rows, all of live statements).
 #   2. A clean restart keeps every plan row (counters, times, text) and
 #      pgss_ng_detail's plans_seen and last_plan_change exactly.
 #   3. pgss_ng.plans_max = 100: past it the least used plan rows go
@@ -48,8 +48,9 @@ sub q_untracked { return untracked_psql($node, $_[0]); }
 q_untracked('SELECT pgss_ng_reset()');
 
 # The script: each of statements $first .. $last (two columns of w each)
-# once under a sequential scan, then once under an index scan; with $hot,
-# one more statement 20 times (under the index scan).
+# twice under a sequential scan (a new statement's plan text is captured
+# at its second execution), then once under an index scan; with $hot, one
+# more statement 20 times (under the index scan).
 sub two_plans_script
 {
 	my ($first, $last, $hot) = @_;
@@ -59,10 +60,11 @@ sub two_plans_script
 		my ($a, $b) = (2 + $i % 99, 2 + int($i / 99));
 		$sql .= "SET enable_indexscan = off; SET enable_bitmapscan = off;\n"
 		  . "SELECT c$a, c$b FROM w WHERE c1 = 1;\n"
+		  . "SELECT c$a, c$b FROM w WHERE c1 = 2;\n"
 		  . "RESET enable_indexscan; RESET enable_bitmapscan;\n"
-		  . "SELECT c$a, c$b FROM w WHERE c1 = 2;\n";
+		  . "SELECT c$a, c$b FROM w WHERE c1 = 3;\n";
 	}
-	$sql .= "SELECT c2, c3, c4 FROM w WHERE c1 = 3;\n" x 20 if $hot;
+	$sql .= "SELECT c2, c3, c4 FROM w WHERE c1 = 4;\n" x 20 if $hot;
 	return $sql;
 }
 
@@ -72,7 +74,7 @@ my $stmt_filter = q{query LIKE 'SELECT c% FROM w WHERE c1 = %'};
 
 # --- 1. exact sums under eviction, no plan row left behind ---
 $node->safe_psql('postgres', two_plans_script(1, $nstmt));
-my $execs = 2 * $nstmt;
+my $execs = 3 * $nstmt;
 my ($live, $evicted) = split /\|/, q_untracked(
 	"SELECT (SELECT coalesce(sum(calls), 0) FROM pgss_ng WHERE $stmt_filter),
 	        (SELECT coalesce(sum(calls), 0) FROM pgss_ng_evicted)");
@@ -88,7 +90,7 @@ is( q_untracked(
 	'0',
 	'each live statement\'s plan rows add up to its calls');
 is( q_untracked(
-		"SELECT count(*) FROM pgss_ng WHERE $stmt_filter AND calls = 2 AND
+		"SELECT count(*) FROM pgss_ng WHERE $stmt_filter AND calls = 3 AND
 		 (SELECT count(*) FROM pgss_ng_plans p
 		  WHERE (p.userid, p.dbid, p.toplevel, p.queryid) =
 		        (pgss_ng.userid, pgss_ng.dbid, pgss_ng.toplevel, pgss_ng.queryid)) <> 2"),
@@ -128,7 +130,7 @@ $node->append_conf('postgresql.conf', 'pgss_ng.plans_max = 100');
 $node->restart;
 q_untracked('SELECT pgss_ng_reset()');
 $node->safe_psql('postgres', two_plans_script(1001, 1000 + $nstmt, 1));
-$execs = 2 * $nstmt + 20;
+$execs = 3 * $nstmt + 20;
 my ($nplans, $plans_evicted, $dropped) = split /\|/,
   q_untracked('SELECT plans, plans_evicted, plan_calls_dropped FROM pgss_ng_info');
 cmp_ok($nplans, '<=', 100, "plan rows ($nplans) within plans_max");

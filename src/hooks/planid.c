@@ -1,22 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * planid.c
- *	  Plan identity, for the statement kind's plan rows (stmt/plans.c):
- *	  the plan id of a PlannedStmt, and the EXPLAIN (COSTS OFF) text of a
- *	  plan at its first execution; GUC pgss_ng.track_plans.
- *
- * The plan id is a 64-bit hash of the plan's shape: per node its type, the
- * relation and index it scans (OIDs), its join type, a backward scan, the
- * strategy EXPLAIN names it by (aggregate, set operation, modify table,
- * parallel and async awareness, workers planned), in tree order, then the
- * subplans (init plans included).  Never a constant, cost or estimate: two
- * plans of a statement whose EXPLAIN (COSTS OFF) texts are equal get one
- * id.  It is computed once per plan: on 18 in the planner hook, into
- * PlannedStmt.planId (which the server reports, and which a cached plan's
- * copy keeps; one set by another module is used as it is); before 18 at
- * the plan's first execution (the plan cache runs the planner on a copy
- * of its own), kept in a backend-local map from the PlannedStmt to its id
- * that a reset callback of the plan's memory context cleans.
+ *	  Plan identity for the statement kind's plan rows (stmt/plans.c): the
+ *	  plan id of a PlannedStmt, a hash of its shape (node types, relations
+ *	  and indexes, join types, scan directions, subplans; never constants,
+ *	  costs or estimates), computed once per plan: on 18 into
+ *	  PlannedStmt.planId by the planner hook, before 18 at its first
+ *	  execution into a map that its memory context's reset callback
+ *	  cleans; and the plan's EXPLAIN (COSTS OFF) text, captured once in
+ *	  ExecutorEnd.  GUC pgss_ng.track_plans.  docs/design.md, "Plan rows".
  *
  * Locking: none; backend-local.  What raises (a deep plan, out of memory,
  * EXPLAIN) runs under pgss_ng_kind_guard(): no ERROR reaches the user.
@@ -497,37 +489,62 @@ capture_guarded(void *arg)
 }
 
 /*
+ * The plan whose text this backend saw to last: its id and its
+ * statement's key parts (dbid is the backend's), valid while
+ * pgss_ng_plans_known_epoch is unchanged.
+ */
+static struct
+{
+	uint64		planid;
+	uint64		queryid;
+	Oid			userid;
+	bool		toplevel;
+	bool		valid;
+	uint32		epoch;
+}			seen_to;
+
+/*
  * pgss_ng_planid_exec
  *		ExecutorEnd's part, before the executor's state goes, for a tracked
  *		statement (toplevel: at top level): the plan id of its plan (0 with
  *		pgss_ng.track_plans off, or when it could not be computed), and,
- *		at the first execution of a plan its statement has no row of yet,
- *		the plan's EXPLAIN (COSTS OFF) text (pgss_ng_plans_text_wanted
- *		says when).  A capture that raises an ERROR is logged and counted
- *		(plan_text_failures); its row keeps plan NULL.  Nothing is
- *		captured outside a live transaction (a cursor closed by an abort)
- *		or in parallel mode (no subtransaction there).
+ *		when pgss_ng_plans_text_wanted() says so (a plan whose statement
+ *		has no row of it with a text, past a statement's first execution),
+ *		the plan's EXPLAIN (COSTS OFF) text.  The plan asked about last is
+ *		answered without asking (seen_to).  A capture that raises an ERROR
+ *		is logged and counted (plan_text_failures); its row keeps plan
+ *		NULL.  Nothing is captured outside a live transaction (a cursor
+ *		closed by an abort) or in parallel mode (no subtransaction there).
  */
 uint64
 pgss_ng_planid_exec(QueryDesc *queryDesc, bool toplevel)
 {
 	PlannedStmt *ps = queryDesc->plannedstmt;
 	uint64		planid;
+	Oid			userid;
 	PgssNgStmtKey key;
+	PgssNgPlanText text;
 
 	if (!track_plans)
 		return 0;
 	planid = planid_of(ps);
 	if (planid == 0)
 		return 0;
+	userid = GetUserId();
+	if (likely(seen_to.valid && seen_to.planid == planid &&
+			   seen_to.queryid == (uint64) ps->queryId &&
+			   seen_to.userid == userid && seen_to.toplevel == toplevel &&
+			   seen_to.epoch == pgss_ng_plans_known_epoch))
+		return planid;
 
 	memset(&key, 0, sizeof(key));
-	key.userid = GetUserId();
+	key.userid = userid;
 	key.dbid = MyDatabaseId;
 	key.queryid = ps->queryId;
 	key.toplevel = toplevel;
-	if (IsTransactionState() && !IsInParallelMode() &&
-		pgss_ng_plans_text_wanted(&key, planid))
+	text = pgss_ng_plans_text_wanted(&key, planid);
+	if (text == PGSS_NG_PLAN_TEXT_WANTED &&
+		IsTransactionState() && !IsInParallelMode())
 	{
 		PlanCapture c = {.queryDesc = queryDesc, .key = &key,
 		.planid = planid};
@@ -539,5 +556,11 @@ pgss_ng_planid_exec(QueryDesc *queryDesc, bool toplevel)
 			pgss_ng_plans_add_text(&key, planid, NULL, 0);
 		}
 	}
+	seen_to.valid = text != PGSS_NG_PLAN_TEXT_LATER;
+	seen_to.planid = planid;
+	seen_to.queryid = ps->queryId;
+	seen_to.userid = userid;
+	seen_to.toplevel = toplevel;
+	seen_to.epoch = pgss_ng_plans_known_epoch;
 	return planid;
 }

@@ -1,26 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * plans.c
- *	  Plan rows of the statement kind (plans.h): counted with their
- *	  statement, merged by its flush, made after it, read, reset, saved
- *	  and evicted; the eviction of the least used rows past
- *	  pgss_ng.plans_max; the backend's record of the plans whose text it
- *	  has seen to.  Part of the statement kind; shares stmt_kind_int.h.
- *
- * A row is a DSA chunk (PgssNgPlanRow) on its statement's list.  It is
- * made from work items (a backend-local array): the counts of a plan that
- * had no row when its statement was flushed, and the EXPLAIN text captured
- * at a plan's first execution (planid.c).  pgss_ng_plans_work() allocates
- * the row and its text with no lock held, then links it under the entry
- * lock, or merges it into a row another backend made meanwhile.
- *
- * Code that runs under an entry lock maps every row it will touch before
- * it writes anything (map_rows: dsa_get_address may raise), so that an
- * ERROR leaves the statement and the pending data whole.
+ *	  Plan rows of the statement kind (plans.h): merged by the statement's
+ *	  flush, made after it from work items (counts of a plan with no row,
+ *	  a captured text) with no lock held while allocating, read, reset,
+ *	  saved and evicted past pgss_ng.plans_max; and what the backend knows
+ *	  of the plans whose text it saw to.  Part of the statement kind.
+ *	  docs/design.md, "Plan rows".
  *
  * Owns: the plan rows, PlansControl, the work items, the known plans.
- * Locking: see plans.h; the work and the eviction run under
- * pgss_ng_kind_guard().
+ * Locking: see plans.h.  Code under an entry lock maps every row it will
+ * touch before it writes anything (dsa_get_address may raise).
  *
  *-------------------------------------------------------------------------
  */
@@ -43,9 +33,6 @@
 #include "stmt_saved.h"
 
 #define PLANS_LOCK_NAME			"pgss_ng_plan_dealloc"
-
-/* The usage of a row is decayed at most once per this many microseconds. */
-#define PLAN_USAGE_STEP_US		1000000
 
 /* Work items a backend holds between two flushes. */
 #define PLAN_WORK_MAX			32
@@ -71,8 +58,6 @@ typedef struct PgssNgPlanRow
 	int64		rows;
 	TimestampTz first_call;		/* when the row was made */
 	TimestampTz last_call;		/* flush of its last counts */
-	double		usage;			/* eviction value at usage_time */
-	TimestampTz usage_time;
 	dsa_pointer text;			/* plantext.c, or invalid */
 	int32		encoding;		/* the text's */
 	bool		have_minmax;
@@ -124,8 +109,9 @@ static dsa_pointer unlinked = InvalidDsaPointer;	/* rows of a link that
 												 * raised, to free */
 
 static HTAB *known = NULL;
-static KnownPlan last_known;
-static bool last_known_valid = false;
+
+/* raised whenever this backend forgets its known plans (plans.h) */
+uint32		pgss_ng_plans_known_epoch = 0;
 
 #define ROW(area, p)	((PgssNgPlanRow *) dsa_get_address((area), (p)))
 
@@ -253,53 +239,49 @@ find_row(dsa_area *area, const PgssNgStmtPlans *sp, uint64 planid)
 }
 
 /*
- * row_add_usage
- *		Add uses to a row's eviction value, decayed to now at most once
- *		per PLAN_USAGE_STEP_US (a known plan's flush pays no exp2()).
- */
-static void
-row_add_usage(PgssNgPlanRow *row, double uses, TimestampTz now)
-{
-	if (now - row->usage_time >= PLAN_USAGE_STEP_US)
-	{
-		row->usage = pgss_ng_kind_decayed_usage(row->usage, row->usage_time,
-												now);
-		row->usage_time = now;
-	}
-	row->usage += uses;
-}
-
-/*
  * row_merge_counts
  *		Add the counts of one plan into its row (entry lock held
  *		exclusively); min/max only when fresh (made after the statement's
  *		last min/max reset).
  */
-static void
+static inline void
 row_merge_counts(PgssNgPlanRow *row, const PgssNgPlanCounts *pc,
 				 TimestampTz now, bool fresh)
 {
 	if (pc->calls == 0)
 		return;
-	if (fresh)
+	if (likely(fresh && row->have_minmax))
 	{
-		if (!row->have_minmax)
-		{
+		if (pc->min_time < row->min_time)
 			row->min_time = pc->min_time;
+		if (pc->max_time > row->max_time)
 			row->max_time = pc->max_time;
-			row->have_minmax = true;
-		}
-		else
-		{
-			row->min_time = Min(row->min_time, pc->min_time);
-			row->max_time = Max(row->max_time, pc->max_time);
-		}
+	}
+	else if (fresh)
+	{
+		row->min_time = pc->min_time;
+		row->max_time = pc->max_time;
+		row->have_minmax = true;
 	}
 	row->calls += pc->calls;
 	row->total_time += pc->total_time;
 	row->rows += pc->rows;
-	row->last_call = Max(row->last_call, now);
-	row_add_usage(row, (double) pc->calls, now);
+	if (now > row->last_call)
+		row->last_call = now;
+}
+
+/*
+ * row_value
+ *		A row's value for eviction at now: its calls, weighted by the
+ *		recency of its last one (halving every 60 s, as an entry's usage
+ *		does): recent and frequent plans stay.  Nothing to keep up to date
+ *		at a merge.
+ */
+static double
+row_value(const PgssNgPlanRow *row, TimestampTz now)
+{
+	return pgss_ng_kind_decayed_usage((double) row->calls, row->last_call,
+									  now);
 }
 
 /*
@@ -331,19 +313,16 @@ work_add(const PgssNgStmtKey *key, const PgssNgPlanCounts *pc, bool fresh,
 }
 
 /*
- * pgss_ng_plans_flush
- *		Merge a statement's pending plan counts into its plan rows, from
- *		its flush callback (entry lock held exclusively, with ref->key as
- *		key and the flush's time): each plan's counts go to its row, or,
- *		with no row yet, to a work item (pgss_ng_plans_work makes it).
- *		One pass maps every row and finds each plan's before anything is
- *		written (dsa_get_address may raise); after it nothing raises.
+ * flush_plans
+ *		pgss_ng_plans_flush() of any pending data: one pass maps every row
+ *		and finds each plan's before anything is written (dsa_get_address
+ *		may raise); after it nothing raises.  A plan with no row goes to a
+ *		work item (pgss_ng_plans_work makes it).
  */
-void
-pgss_ng_plans_flush(PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
-					const PgssNgStmtKey *key, TimestampTz now, bool fresh)
+static pg_noinline void
+flush_plans(dsa_area *area, PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
+			const PgssNgStmtKey *key, TimestampTz now, bool fresh)
 {
-	dsa_area   *area = pgss_ng_kind_area(pgss_ng_stmt_kind);
 	PgssNgPlanRow *rows[PGSS_NG_PENDING_PLANS] = {NULL};
 	dsa_pointer p;
 	int			i;
@@ -365,6 +344,34 @@ pgss_ng_plans_flush(PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
 			work_add(key, &pp->plan[i], fresh, false, NULL, 0);
 	}
 	count_calls_dropped(pp->lost);
+}
+
+/*
+ * pgss_ng_plans_flush
+ *		Merge a statement's pending plan counts into its plan rows, from
+ *		its flush callback (entry lock held exclusively, with ref->key as
+ *		key and the flush's time): each plan's counts go to its row, or,
+ *		with no row yet, to a work item.  One plan whose row is the
+ *		statement's first, the common case, is merged here; the rest in
+ *		flush_plans().  Rows are mapped before anything is written.
+ */
+void
+pgss_ng_plans_flush(PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
+					const PgssNgStmtKey *key, TimestampTz now, bool fresh)
+{
+	dsa_area   *area = pgss_ng_kind_area(pgss_ng_stmt_kind);
+
+	if (likely(pp->n == 1 && pp->lost == 0 && DsaPointerIsValid(sp->rows)))
+	{
+		PgssNgPlanRow *row = ROW(area, sp->rows);
+
+		if (likely(row->planid == pp->plan[0].planid))
+		{
+			row_merge_counts(row, &pp->plan[0], now, fresh);
+			return;
+		}
+	}
+	flush_plans(area, sp, pp, key, now, fresh);
 }
 
 /*
@@ -491,7 +498,6 @@ make_row(dsa_area *area, const PlanWork *w, TimestampTz now)
 	row->next = InvalidDsaPointer;
 	row->planid = w->counts.planid;
 	row->first_call = now;
-	row->usage_time = now;
 	row->text = text;
 	row->encoding = GetDatabaseEncoding();
 	row->text_tried = w->tried;
@@ -640,7 +646,7 @@ forget_known(void)
 	if (known)
 		hash_destroy(known);
 	known = NULL;
-	last_known_valid = false;
+	pgss_ng_plans_known_epoch++;
 }
 
 /* binaryheap comparator of an eviction run: the most valuable first. */
@@ -677,7 +683,7 @@ typedef struct EvictRun
 /*
  * evict_visit
  *		pgss_ng_kind_foreach visitor of an eviction run: offer each row of
- *		the statement, valued by its decayed usage (ties: the least
+ *		the statement, valued by row_value() (ties: the least
  *		recently called goes first), to the run's bounded heap.  Entry and
  *		partition locks held shared.
  */
@@ -697,8 +703,7 @@ evict_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 
 		memcpy(&v.key, key, sizeof(PgssNgStmtKey));
 		v.row = p;
-		v.value = pgss_ng_kind_decayed_usage(row->usage, row->usage_time,
-											 er->now);
+		v.value = row_value(row, er->now);
 		v.last_call = row->last_call;
 		if (er->n < er->wanted)
 		{
@@ -921,32 +926,44 @@ pgss_ng_plans_work(void)
 typedef struct TextWanted
 {
 	KnownPlan	k;
-	bool		wanted;
+	PgssNgPlanText answer;
 } TextWanted;
 
 /*
- * text_tried_visit
- *		pgss_ng_kind_read visitor: does the statement have a row of the
- *		plan whose text was tried?  Entry lock held shared.
+ * text_wanted_visit
+ *		pgss_ng_kind_read visitor of text_wanted_guarded: with a row of the
+ *		plan, its text is wanted unless a capture was tried; without one,
+ *		it is wanted for a statement that ran before (a new plan), and
+ *		later for a new statement (its plan row does not exist yet: at its
+ *		next execution).  Entry lock held shared.
  */
 static bool
-text_tried_visit(PgssNgKind *kind, const void *key, const void *shared_data,
-				 void *arg)
+text_wanted_visit(PgssNgKind *kind, const void *key, const void *shared_data,
+				  void *arg)
 {
-	const PgssNgStmtPlans *sp = &((const PgssNgStmtShared *) shared_data)->plans;
-	const PgssNgPlanRow *row = find_row(pgss_ng_kind_area(kind), sp,
-										((KnownPlan *) arg)->planid);
+	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	TextWanted *tw = (TextWanted *) arg;
+	const PgssNgPlanRow *row = find_row(pgss_ng_kind_area(kind), &sh->plans,
+										tw->k.planid);
 
-	return row != NULL && row->text_tried;
+	if (row)
+		tw->answer = row->text_tried ? PGSS_NG_PLAN_TEXT_KNOWN :
+			PGSS_NG_PLAN_TEXT_WANTED;
+	else if (sh->counters.calls[PGSS_NG_EXEC] > 0)
+		tw->answer = PGSS_NG_PLAN_TEXT_WANTED;
+	else
+		tw->answer = PGSS_NG_PLAN_TEXT_LATER;
+	return true;
 }
 
 /*
  * text_wanted_guarded
- *		The body of pgss_ng_plans_text_wanted() past its one-plan cache,
- *		under pgss_ng_kind_guard(): the backend's known plans, then the
- *		statement's rows; the plan is known from then on.  Memory: the
- *		known plans' hash in TopMemoryContext, at most KNOWN_PLANS_MAX
- *		(then started again).
+ *		The body of pgss_ng_plans_text_wanted(), under
+ *		pgss_ng_kind_guard(): the backend's known plans, then the
+ *		statement's rows (text_wanted_visit; no entry: later); the plan is
+ *		known from then on, unless the answer is later.  Memory: the known
+ *		plans' hash in TopMemoryContext, at most KNOWN_PLANS_MAX (then
+ *		started again).
  */
 static void
 text_wanted_guarded(void *arg)
@@ -965,41 +982,72 @@ text_wanted_guarded(void *arg)
 		known = hash_create("pgss_ng known plans", 256, &ctl,
 							HASH_ELEM | HASH_BLOBS);
 	}
-	if (hash_search(known, &tw->k, HASH_FIND, NULL) == NULL)
-	{
-		tw->wanted = !pgss_ng_kind_read(pgss_ng_stmt_kind, &tw->k.key,
-										text_tried_visit, &tw->k);
+	tw->answer = PGSS_NG_PLAN_TEXT_KNOWN;
+	if (hash_search(known, &tw->k, HASH_FIND, NULL) != NULL)
+		return;
+	if (!pgss_ng_kind_read(pgss_ng_stmt_kind, &tw->k.key, text_wanted_visit,
+						   tw))
+		tw->answer = PGSS_NG_PLAN_TEXT_LATER;
+	if (tw->answer != PGSS_NG_PLAN_TEXT_LATER)
 		(void) hash_search(known, &tw->k, HASH_ENTER, NULL);
-	}
-	last_known = tw->k;
-	last_known_valid = true;
 }
 
 /*
  * pgss_ng_plans_text_wanted
- *		At an execution of plan planid of the statement of key: should its
- *		EXPLAIN text be captured now (pgss_ng_plans_add_text)?  Yes when
- *		this backend has not seen to it and the statement has no row of
- *		the plan whose text was tried.  The plan of the previous call is
- *		answered at once; then a backend-local hash; then the statement's
- *		rows (its partition and entry locks shared).  No ERROR escapes
- *		(one answers no).
+ *		At an execution of plan planid of the statement of key, with this
+ *		backend's cache of the plan last answered missed (it keeps it with
+ *		pgss_ng_plans_known_epoch): should the plan's EXPLAIN text be
+ *		captured now (pgss_ng_plans_add_text)?  Wanted when this backend
+ *		has not seen to it and the statement has no row of the plan whose
+ *		text was tried: at the first execution of a new plan of a statement
+ *		that ran before, at the second of a new statement's (LATER at its
+ *		first: a statement run once costs no EXPLAIN).  A backend-local
+ *		hash first, then the statement's rows (its partition and entry
+ *		locks shared).  No ERROR escapes (one answers KNOWN).
  */
-bool
+PgssNgPlanText
 pgss_ng_plans_text_wanted(const PgssNgStmtKey *key, uint64 planid)
 {
 	TextWanted	tw;
 
-	if (last_known_valid && last_known.planid == planid &&
-		memcmp(&last_known.key, key, sizeof(PgssNgStmtKey)) == 0)
-		return false;
 	memset(&tw, 0, sizeof(tw));
 	memcpy(&tw.k.key, key, sizeof(PgssNgStmtKey));
 	tw.k.planid = planid;
 	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "look up a plan row",
 							text_wanted_guarded, &tw))
-		return false;
-	return tw.wanted;
+		return PGSS_NG_PLAN_TEXT_KNOWN;
+	return tw.answer;
+}
+
+/*
+ * pgss_ng_plans_count_slow
+ *		pgss_ng_plans_count() for a plan that is not the pending data's
+ *		first: its slot, or a new one; none left, lost (counted at the
+ *		flush) and NULL.  A new slot starts empty, its min/max at ms.
+ */
+PgssNgPlanCounts *
+pgss_ng_plans_count_slow(PgssNgPlanPending *pp, uint64 planid, double ms)
+{
+	PgssNgPlanCounts *pc = pp->plan;
+	PgssNgPlanCounts *end = pp->plan + pp->n;
+
+	while (pc < end && pc->planid != planid)
+		pc++;
+	if (pc < end)
+		return pc;
+	if (pp->n == PGSS_NG_PENDING_PLANS)
+	{
+		pp->lost++;
+		return NULL;
+	}
+	pp->n++;
+	pc->planid = planid;
+	pc->calls = 0;
+	pc->total_time = 0;
+	pc->min_time = ms;
+	pc->max_time = ms;
+	pc->rows = 0;
+	return pc;
 }
 
 /*
@@ -1225,8 +1273,6 @@ pgss_ng_plans_save(const PgssNgStmtPlans *sp, StringInfo buf)
 		rec.rows = row->rows;
 		rec.first_call = row->first_call;
 		rec.last_call = row->last_call;
-		rec.usage = pgss_ng_kind_decayed_usage(row->usage, row->usage_time,
-											   row->last_call);
 		rec.encoding = row->encoding;
 		rec.textlen = len;
 		rec.have_minmax = row->have_minmax;
@@ -1338,8 +1384,6 @@ pgss_ng_plans_restore(const PgssNgStmtKey *key, const char *data, Size len)
 		row->max_time = rec.max_time;
 		row->rows = rec.rows;
 		row->last_call = rec.last_call;
-		row->usage = rec.usage;
-		row->usage_time = rec.last_call;
 		row->encoding = rec.encoding;
 		row->have_minmax = rec.have_minmax;
 		row->next = unlinked;

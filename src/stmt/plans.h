@@ -1,24 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * plans.h
- *	  Plan rows: per statement entry, one row per plan id it ran (calls,
- *	  execution times, rows, first and last call, the plan's EXPLAIN text),
- *	  kept in DSA chunks hanging from the statement's shared data and
- *	  counted, flushed, read, saved, reset and evicted with it (plans.c).
- *	  pgss_ng.plans_max bounds them all: past it the least used go.
+ *	  Plan rows (plans.c): per statement entry, one row per plan it ran,
+ *	  in DSA chunks hanging from its shared data, flushed, read, saved,
+ *	  reset and evicted with it; pgss_ng.plans_max bounds them all.  A
+ *	  known plan's execution is counted in the statement's pending data
+ *	  and merged by its flush under the entry lock it takes anyway: no
+ *	  lock, lookup or allocation of its own.
  *
- * A backend counts an execution into its statement's pending data (a few
- * slots, one per plan id), and the statement's flush merges them into the
- * rows under the entry lock it holds anyway: a known plan costs no lock,
- * lookup or allocation of its own.  A plan with no row yet, and a plan
- * text captured at a new plan's first execution (planid.c), are handed to
- * pgss_ng_plans_work(), which makes the rows after the flush, with no lock
- * held while it allocates.
- *
- * Locking: a statement's plan rows are its kind data: read and written
- * under its entry lock (shared to read).  The eviction of plan rows takes
- * the named LWLock pgss_ng_plan_dealloc without waiting, then the statement
- * kind's partition and entry locks (docs/design.md, "Plan rows").
+ * Locking: a statement's plan rows are its kind data, under its entry
+ * lock.  Their eviction takes the named LWLock pgss_ng_plan_dealloc
+ * without waiting, then the statement kind's partition and entry locks.
  *
  *-------------------------------------------------------------------------
  */
@@ -103,35 +95,38 @@ typedef struct PgssNgPlanSnapshot
 
 typedef void (*PgssNgPlanEmitFn) (const PgssNgPlanSnapshot *ps, void *arg);
 
+extern PgssNgPlanCounts *pgss_ng_plans_count_slow(PgssNgPlanPending *pp,
+												  uint64 planid, double ms);
+
 /*
  * pgss_ng_plans_count
  *		Count one execution of plan planid (ms, rows) in a statement's
- *		pending data: its slot, or a new one; none left, lost (counted at
- *		the flush).  Backend-local; no lock, no ERROR.
+ *		pending data: the first plan inline, others in their slot or a new
+ *		one (pgss_ng_plans_count_slow; none left: lost, counted at the
+ *		flush).  Backend-local; no lock, no ERROR.
  */
 static inline void
 pgss_ng_plans_count(PgssNgPlanPending *pp, uint64 planid, double ms,
 					uint64 rows)
 {
 	PgssNgPlanCounts *pc = pp->plan;
-	PgssNgPlanCounts *end = pp->plan + pp->n;
 
-	while (pc < end && pc->planid != planid)
-		pc++;
-	if (pc == end)
+	if (likely(pp->n == 0))
 	{
-		if (pp->n == PGSS_NG_PENDING_PLANS)
-		{
-			pp->lost++;
-			return;
-		}
-		pp->n++;
+		pp->n = 1;
 		pc->planid = planid;
-		pc->calls = 0;
-		pc->total_time = 0;
+		pc->calls = 1;
+		pc->total_time = ms;
 		pc->min_time = ms;
 		pc->max_time = ms;
-		pc->rows = 0;
+		pc->rows = rows;
+		return;
+	}
+	if (unlikely(pc->planid != planid))
+	{
+		pc = pgss_ng_plans_count_slow(pp, planid, ms);
+		if (pc == NULL)
+			return;
 	}
 	pc->calls++;
 	pc->total_time += ms;
@@ -141,6 +136,21 @@ pgss_ng_plans_count(PgssNgPlanPending *pp, uint64 planid, double ms,
 		pc->max_time = ms;
 	pc->rows += rows;
 }
+
+/* What pgss_ng_plans_text_wanted() says of a plan's text. */
+typedef enum PgssNgPlanText
+{
+	PGSS_NG_PLAN_TEXT_KNOWN,	/* seen to: nothing to do */
+	PGSS_NG_PLAN_TEXT_WANTED,	/* capture it now; seen to from then on */
+	PGSS_NG_PLAN_TEXT_LATER		/* a new statement's: ask again next time */
+} PgssNgPlanText;
+
+/*
+ * Raised whenever this backend forgets the plans it has seen to the text
+ * of (a row made again without its text): a cache of them kept elsewhere
+ * (planid.c) is valid while this is unchanged.
+ */
+extern uint32 pgss_ng_plans_known_epoch;
 
 /* set-up */
 extern void pgss_ng_plans_init(void);
@@ -158,8 +168,8 @@ extern void pgss_ng_plans_reset_minmax(PgssNgStmtPlans *sp);
 
 /* a backend, after each flush and at a new plan's first execution */
 extern void pgss_ng_plans_work(void);
-extern bool pgss_ng_plans_text_wanted(const struct PgssNgStmtKey *key,
-									  uint64 planid);
+extern PgssNgPlanText pgss_ng_plans_text_wanted(const struct PgssNgStmtKey *key,
+												uint64 planid);
 extern void pgss_ng_plans_add_text(const struct PgssNgStmtKey *key,
 								   uint64 planid, const char *text, int len);
 

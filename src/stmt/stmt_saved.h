@@ -69,7 +69,7 @@
 #define PGSS_NG_STMT_RECORD_SIZE	3080
 #define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(367549)
 #define PGSS_NG_EVICTED_ROW_SIZE	464
-#define PGSS_NG_PLAN_RECORD_SIZE	88
+#define PGSS_NG_PLAN_RECORD_SIZE	80
 
 /*
  * The counters saved in the stats file's info block (the info counters
@@ -129,7 +129,6 @@ typedef struct PgssNgPlanRecord
 	int64		rows;
 	TimestampTz first_call;
 	TimestampTz last_call;
-	double		usage;			/* eviction value at last_call */
 	int32		encoding;		/* the text's */
 	int32		textlen;
 	bool		have_minmax;
