@@ -46,24 +46,6 @@
 /* An eviction run keeps this share (percent) of plans_max. */
 #define PLANS_EVICT_KEEP_PERCENT	95
 
-/* One plan row, on its statement's list (PgssNgStmtPlans.rows). */
-typedef struct PgssNgPlanRow
-{
-	dsa_pointer next;
-	uint64		planid;
-	int64		calls;
-	double		total_time;		/* ms */
-	double		min_time;
-	double		max_time;
-	int64		rows;
-	TimestampTz first_call;		/* when the row was made */
-	TimestampTz last_call;		/* flush of its last counts */
-	dsa_pointer text;			/* plantext.c, or invalid */
-	int32		encoding;		/* the text's */
-	bool		have_minmax;
-	bool		text_tried;		/* a capture of its text was tried */
-} PgssNgPlanRow;
-
 /* Shared state of the plan rows, in main shared memory. */
 typedef struct PlansControl
 {
@@ -239,38 +221,6 @@ find_row(dsa_area *area, const PgssNgStmtPlans *sp, uint64 planid)
 }
 
 /*
- * row_merge_counts
- *		Add the counts of one plan into its row (entry lock held
- *		exclusively); min/max only when fresh (made after the statement's
- *		last min/max reset).
- */
-static inline void
-row_merge_counts(PgssNgPlanRow *row, const PgssNgPlanCounts *pc,
-				 TimestampTz now, bool fresh)
-{
-	if (pc->calls == 0)
-		return;
-	if (likely(fresh && row->have_minmax))
-	{
-		if (pc->min_time < row->min_time)
-			row->min_time = pc->min_time;
-		if (pc->max_time > row->max_time)
-			row->max_time = pc->max_time;
-	}
-	else if (fresh)
-	{
-		row->min_time = pc->min_time;
-		row->max_time = pc->max_time;
-		row->have_minmax = true;
-	}
-	row->calls += pc->calls;
-	row->total_time += pc->total_time;
-	row->rows += pc->rows;
-	if (now > row->last_call)
-		row->last_call = now;
-}
-
-/*
  * row_value
  *		A row's value for eviction at now: its calls, weighted by the
  *		recency of its last one (halving every 60 s, as an entry's usage
@@ -319,7 +269,7 @@ work_add(const PgssNgStmtKey *key, const PgssNgPlanCounts *pc, bool fresh,
  *		may raise); after it nothing raises.  A plan with no row goes to a
  *		work item (pgss_ng_plans_work makes it).
  */
-static pg_noinline void
+static void
 flush_plans(dsa_area *area, PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
 			const PgssNgStmtKey *key, TimestampTz now, bool fresh)
 {
@@ -339,7 +289,7 @@ flush_plans(dsa_area *area, PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
 	for (i = 0; i < pp->n; i++)
 	{
 		if (rows[i])
-			row_merge_counts(rows[i], &pp->plan[i], now, fresh);
+			pgss_ng_plans_merge_row(rows[i], &pp->plan[i], now, fresh);
 		else
 			work_add(key, &pp->plan[i], fresh, false, NULL, 0);
 	}
@@ -347,31 +297,16 @@ flush_plans(dsa_area *area, PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
 }
 
 /*
- * pgss_ng_plans_flush
- *		Merge a statement's pending plan counts into its plan rows, from
- *		its flush callback (entry lock held exclusively, with ref->key as
- *		key and the flush's time): each plan's counts go to its row, or,
- *		with no row yet, to a work item.  One plan whose row is the
- *		statement's first, the common case, is merged here; the rest in
- *		flush_plans().  Rows are mapped before anything is written.
+ * pgss_ng_plans_flush_slow
+ *		pgss_ng_plans_flush() past its one-plan case (plans.h).
  */
 void
-pgss_ng_plans_flush(PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
-					const PgssNgStmtKey *key, TimestampTz now, bool fresh)
+pgss_ng_plans_flush_slow(PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
+						 const PgssNgStmtKey *key, TimestampTz now,
+						 bool fresh)
 {
-	dsa_area   *area = pgss_ng_kind_area(pgss_ng_stmt_kind);
-
-	if (likely(pp->n == 1 && pp->lost == 0 && DsaPointerIsValid(sp->rows)))
-	{
-		PgssNgPlanRow *row = ROW(area, sp->rows);
-
-		if (likely(row->planid == pp->plan[0].planid))
-		{
-			row_merge_counts(row, &pp->plan[0], now, fresh);
-			return;
-		}
-	}
-	flush_plans(area, sp, pp, key, now, fresh);
+	flush_plans(pgss_ng_kind_area(pgss_ng_stmt_kind), sp, pp, key, now,
+				fresh);
 }
 
 /*
@@ -501,7 +436,7 @@ make_row(dsa_area *area, const PlanWork *w, TimestampTz now)
 	row->text = text;
 	row->encoding = GetDatabaseEncoding();
 	row->text_tried = w->tried;
-	row_merge_counts(row, &w->counts, now, w->fresh);
+	pgss_ng_plans_merge_row(row, &w->counts, now, w->fresh);
 	return p;
 }
 
@@ -554,7 +489,7 @@ link_rows(void *shared_data, void *arg)
 				.total_time = row->total_time, .min_time = row->min_time,
 			.max_time = row->max_time, .rows = row->rows};
 
-			row_merge_counts(old, &pc, now, row->have_minmax);
+			pgss_ng_plans_merge_row(old, &pc, now, row->have_minmax);
 			old->first_call = Min(old->first_call, row->first_call);
 			if (!old->text_tried && row->text_tried)
 			{

@@ -152,17 +152,102 @@ typedef enum PgssNgPlanText
  */
 extern uint32 pgss_ng_plans_known_epoch;
 
+/*
+ * One plan row, on its statement's list (PgssNgStmtPlans.rows): a DSA
+ * chunk, written under its statement's entry lock (plans.c; the merge of
+ * a flush here, inline).
+ */
+typedef struct PgssNgPlanRow
+{
+	dsa_pointer next;
+	uint64		planid;
+	int64		calls;
+	double		total_time;		/* ms */
+	double		min_time;
+	double		max_time;
+	int64		rows;
+	TimestampTz first_call;		/* when the row was made */
+	TimestampTz last_call;		/* flush of its last counts */
+	dsa_pointer text;			/* plantext.c, or invalid */
+	int32		encoding;		/* the text's */
+	bool		have_minmax;
+	bool		text_tried;		/* a capture of its text was tried */
+} PgssNgPlanRow;
+
+/*
+ * pgss_ng_plans_merge_row
+ *		Add the counts of one plan into its row (entry lock held
+ *		exclusively); min/max only when fresh (made after the statement's
+ *		last min/max reset).
+ */
+static inline void
+pgss_ng_plans_merge_row(PgssNgPlanRow *row, const PgssNgPlanCounts *pc,
+						TimestampTz now, bool fresh)
+{
+	if (pc->calls == 0)
+		return;
+	if (likely(fresh && row->have_minmax))
+	{
+		if (pc->min_time < row->min_time)
+			row->min_time = pc->min_time;
+		if (pc->max_time > row->max_time)
+			row->max_time = pc->max_time;
+	}
+	else if (fresh)
+	{
+		row->min_time = pc->min_time;
+		row->max_time = pc->max_time;
+		row->have_minmax = true;
+	}
+	row->calls += pc->calls;
+	row->total_time += pc->total_time;
+	row->rows += pc->rows;
+	if (now > row->last_call)
+		row->last_call = now;
+}
+
+extern void pgss_ng_plans_flush_slow(PgssNgStmtPlans *sp,
+									 const PgssNgPlanPending *pp,
+									 const struct PgssNgStmtKey *key,
+									 TimestampTz now, bool fresh);
+
+/*
+ * pgss_ng_plans_flush
+ *		Merge a statement's pending plan counts into its plan rows, from
+ *		its flush callback (entry lock held exclusively; area is the
+ *		statement kind's, key its ref->key, now the flush's time): each
+ *		plan's counts to its row, or, with no row yet, to a work item
+ *		(pgss_ng_plans_work makes it).  One plan whose row is the
+ *		statement's first, the common case, is merged here, inline; the
+ *		rest by pgss_ng_plans_flush_slow().  Rows are mapped before
+ *		anything is written (dsa_get_address may raise).
+ */
+static inline void
+pgss_ng_plans_flush(dsa_area *area, PgssNgStmtPlans *sp,
+					const PgssNgPlanPending *pp,
+					const struct PgssNgStmtKey *key, TimestampTz now,
+					bool fresh)
+{
+	if (likely(pp->n == 1 && pp->lost == 0 && DsaPointerIsValid(sp->rows)))
+	{
+		PgssNgPlanRow *row = (PgssNgPlanRow *) dsa_get_address(area, sp->rows);
+
+		if (likely(row->planid == pp->plan[0].planid))
+		{
+			pgss_ng_plans_merge_row(row, &pp->plan[0], now, fresh);
+			return;
+		}
+	}
+	pgss_ng_plans_flush_slow(sp, pp, key, now, fresh);
+}
+
 /* set-up */
 extern void pgss_ng_plans_init(void);
 extern Size pgss_ng_plans_shmem_size(void);
 extern void pgss_ng_plans_shmem_request(void);
 extern void pgss_ng_plans_shmem_startup(void);
 
-/* the statement kind's flush, free and min/max reset (entry lock held) */
-extern void pgss_ng_plans_flush(PgssNgStmtPlans *sp,
-								const PgssNgPlanPending *pp,
-								const struct PgssNgStmtKey *key,
-								TimestampTz now, bool fresh);
+/* the statement kind's free and min/max reset (entry lock held) */
 extern void pgss_ng_plans_free(PgssNgStmtPlans *sp);
 extern void pgss_ng_plans_reset_minmax(PgssNgStmtPlans *sp);
 

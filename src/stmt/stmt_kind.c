@@ -385,8 +385,8 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	fresh = ref->pending_since >= sh->minmax_reset_at;
 	/* first: it maps the plan rows, which may raise, and then writes */
 	if (p->plans.n > 0 || p->plans.lost > 0)
-		pgss_ng_plans_flush(&sh->plans, &p->plans, ref->key, ref->flush_time,
-							fresh);
+		pgss_ng_plans_flush(pgss_ng_kind_area(ref->kind), &sh->plans,
+							&p->plans, ref->key, ref->flush_time, fresh);
 	minmax[PGSS_NG_PLAN] = fresh;
 	minmax[PGSS_NG_EXEC] = fresh;
 	pgss_ng_stmt_merge(sh, c, minmax);
