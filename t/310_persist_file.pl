@@ -1,9 +1,10 @@
 # The statistics file pg_stat/pgss_ng.stat itself.
 #
-# - Its header: magic "PGNG", format version 9, the server's major, the
+# - Its header: magic "PGNG", format version 10, the server's major, the
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
-#   that many bytes, then its entry's query text; after the records, the
+#   that many bytes, then its entry's query text (then its plan rows);
+#   after the records, the
 #   evicted remainder: the size of a row, their number (0 here: nothing
 #   was evicted) and the rows.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
@@ -110,7 +111,7 @@ my $good = slurp_file($statfile);
 my $len = length($good);
 my ($magic, $version, $major, $infolen, $recsize) = unpack('L5', $good);
 is(sprintf('%08X', $magic), '50474E47', 'header: magic');
-is($version, 9, 'header: format version 9');
+is($version, 10, 'header: format version 10');
 my $server_major = $node->pg_version->major;
 is($major, $server_major, "header: PostgreSQL major version $server_major");
 my $nrec = unpack('L', substr($good, 20 + $infolen, 4));
@@ -122,7 +123,7 @@ is(unpack('L', substr($good, $len - 4)), crc32c(substr($good, 0, $len - 4)),
 my $p = 20 + $infolen + 4;
 my $last;
 my $short = 0;
-my %tails;    # what follows each record's fixed part, in hex
+my %tails;    # what follows each record's fixed part (text, plans), in hex
 for (1 .. $nrec)
 {
 	my $reclen = unpack('L', substr($good, $p, 4));
@@ -139,7 +140,11 @@ ok($rowsize > 0, "evicted remainder: row size $rowsize");
 $p += 8 + $rowsize * $nevicted;
 my $trailer = substr($good, $records_end, $p - $records_end);
 is($p, $len - 4, 'records and the evicted remainder end where the CRC begins');
-is($short . ' ' . scalar(grep { !$tails{$_} } keys %texts),
+is( $short . ' ' . scalar(
+		grep {
+			my $t = $_;
+			!grep { index($_, $t) == 0 } keys %tails
+		} keys %texts),
 	'0 0',
 	"records: none shorter than the header's entry record size ($recsize), "
 	  . 'and every text of the view follows the fixed part of one');
@@ -164,7 +169,7 @@ my @variants = (
 	[
 		'older format version',
 		substr($good, 0, 4) . pack('L', 8) . substr($good, 8),
-		qr/^format version 8, expected 9$/
+		qr/^format version 8, expected 10$/
 	],
 	[
 		'entry record size of another layout',
