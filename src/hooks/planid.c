@@ -39,11 +39,18 @@
 /* GUC pgss_ng.track_plans */
 static bool track_plans = true;
 
+/*
+ * Plan nodes below this depth are not looked at (a marker is hashed
+ * instead): the walk needs no stack depth check, and so never raises.
+ */
+#define PLAN_JUMBLE_MAX_DEPTH	500
+
 /* Values of a plan's shape, hashed 128 at a time (XXH3, chained seeds). */
 typedef struct PlanJumble
 {
 	const PlannedStmt *ps;
 	uint64		hash;
+	int			depth;			/* of the node being added */
 	int			n;
 	uint64		buf[128];
 } PlanJumble;
@@ -105,7 +112,7 @@ jumble_plans(PlanJumble *j, const List *plans)
  * jumble_plan
  *		Add a plan node and its children to the jumble: what EXPLAIN
  *		(COSTS OFF) shows of its kind, and nothing it does not (see the
- *		file header).  Errors: stack depth.
+ *		file header); below PLAN_JUMBLE_MAX_DEPTH, a marker.  No ERROR.
  */
 static void
 jumble_plan(PlanJumble *j, const Plan *plan)
@@ -117,7 +124,12 @@ jumble_plan(PlanJumble *j, const Plan *plan)
 		jumble_add(j, 0);
 		return;
 	}
-	check_stack_depth();
+	if (j->depth >= PLAN_JUMBLE_MAX_DEPTH)
+	{
+		jumble_add(j, UINT64CONST(0xdeeb));
+		return;
+	}
+	j->depth++;
 	jumble_add(j, (uint64) nodeTag(plan) |
 			   ((uint64) plan->parallel_aware << 32) |
 			   ((uint64) plan->async_capable << 33));
@@ -203,12 +215,12 @@ jumble_plan(PlanJumble *j, const Plan *plan)
 		jumble_add(j, ((const SubPlan *) lfirst(lc))->plan_id);
 	jumble_plan(j, plan->lefttree);
 	jumble_plan(j, plan->righttree);
+	j->depth--;
 }
 
 /*
  * pgss_ng_planid_compute
- *		The plan id of ps (see the file header); never 0.  Errors: stack
- *		depth (a very deep plan).
+ *		The plan id of ps (see the file header); never 0.  No ERROR.
  */
 uint64
 pgss_ng_planid_compute(const PlannedStmt *ps)
@@ -218,6 +230,7 @@ pgss_ng_planid_compute(const PlannedStmt *ps)
 
 	j.ps = ps;
 	j.hash = 0;
+	j.depth = 0;
 	j.n = 0;
 	jumble_add(&j, ps->commandType);
 	jumble_plan(&j, ps->planTree);
@@ -228,46 +241,7 @@ pgss_ng_planid_compute(const PlannedStmt *ps)
 	return j.hash != 0 ? j.hash : 1;
 }
 
-/* What compute_guarded computes, and for which PlannedStmt. */
-typedef struct PlanIdCompute
-{
-	PlannedStmt *ps;
-	uint64		planid;
-} PlanIdCompute;
-
-static void compute_guarded(void *arg);
-
-/*
- * compute
- *		The plan id of ps, remembered (see compute_guarded); 0 when that
- *		raised an ERROR (logged, rate-limited).
- */
-static uint64
-compute(PlannedStmt *ps)
-{
-	PlanIdCompute pc = {.ps = ps};
-
-	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "compute a plan id",
-							compute_guarded, &pc))
-		return 0;
-	return pc.planid;
-}
-
 #if PGSS_NG_HAVE_PLANNEDSTMT_PLANID
-
-/*
- * compute_guarded
- *		Compute the plan id of a PlannedStmt that has none, into its
- *		planId.
- */
-static void
-compute_guarded(void *arg)
-{
-	PlanIdCompute *pc = (PlanIdCompute *) arg;
-
-	pc->planid = pgss_ng_planid_compute(pc->ps);
-	PGSS_NG_PLANID_SET(pc->ps, pc->planid);
-}
 
 /*
  * planid_of
@@ -280,10 +254,22 @@ planid_of(PlannedStmt *ps)
 {
 	uint64		planid = PGSS_NG_PLANID_GET(ps);
 
-	return planid != 0 ? planid : compute(ps);
+	if (unlikely(planid == 0))
+	{
+		planid = pgss_ng_planid_compute(ps);
+		PGSS_NG_PLANID_SET(ps, planid);
+	}
+	return planid;
 }
 
 #else							/* !PGSS_NG_HAVE_PLANNEDSTMT_PLANID */
+
+/* What compute_guarded computes, and for which PlannedStmt. */
+typedef struct PlanIdCompute
+{
+	PlannedStmt *ps;
+	uint64		planid;
+} PlanIdCompute;
 
 /* The map from a PlannedStmt to its plan id (simplehash). */
 typedef struct PlanIdEntry
@@ -374,6 +360,22 @@ compute_guarded(void *arg)
 }
 
 /*
+ * compute
+ *		The plan id of ps, remembered (compute_guarded); 0 when that
+ *		raised an ERROR (out of memory: logged, rate-limited).
+ */
+static uint64
+compute(PlannedStmt *ps)
+{
+	PlanIdCompute pc = {.ps = ps};
+
+	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "compute a plan id",
+							compute_guarded, &pc))
+		return 0;
+	return pc.planid;
+}
+
+/*
  * planid_of
  *		The plan id of ps: the last one found, or the map's (whose entry
  *		must have ps's planTree: an address freed without a reset of its
@@ -410,7 +412,7 @@ pgss_ng_planid_planned(PlannedStmt *ps)
 #if PGSS_NG_HAVE_PLANNEDSTMT_PLANID
 	if (track_plans && ps->commandType != CMD_UTILITY &&
 		PGSS_NG_PLANID_GET(ps) == 0)
-		(void) compute(ps);
+		PGSS_NG_PLANID_SET(ps, pgss_ng_planid_compute(ps));
 #endif
 }
 
