@@ -571,9 +571,8 @@ link_chain(const PgssNgStmtKey *key, LinkRows *la)
 
 /*
  * forget_known
- *		Forget every plan this backend has seen to the text of, so that
- *		its next execution of each looks again (a row made again without a
- *		text: its plan's text is captured at the next execution).
+ *		Forget every plan this backend has seen to the text of (the hash
+ *		of them is full).
  */
 static void
 forget_known(void)
@@ -582,6 +581,26 @@ forget_known(void)
 		hash_destroy(known);
 	known = NULL;
 	pgss_ng_plans_known_epoch++;
+}
+
+/*
+ * forget_plan
+ *		Forget that this backend saw to the text of plan planid of the
+ *		statement of key, if it did: its row was made again without a text
+ *		(after an eviction), which its next execution captures.
+ */
+static void
+forget_plan(const PgssNgStmtKey *key, uint64 planid)
+{
+	KnownPlan	k;
+
+	if (known == NULL)
+		return;
+	memset(&k, 0, sizeof(k));
+	memcpy(&k.key, key, sizeof(PgssNgStmtKey));
+	k.planid = planid;
+	if (hash_search(known, &k, HASH_REMOVE, NULL) != NULL)
+		pgss_ng_plans_known_epoch++;
 }
 
 /* binaryheap comparator of an eviction run: the most valuable first. */
@@ -792,8 +811,8 @@ take_work(void)
  *		The body of pgss_ng_plans_work(), under pgss_ng_kind_guard(): make
  *		and link the row of each work item (or merge it into the row made
  *		meanwhile), then evict rows past plans_max.  A row made without a
- *		captured text makes this backend forget the plans it has seen to
- *		(forget_known): its next execution of that plan captures the text.
+ *		capture of its text tried makes this backend forget that plan if
+ *		it had seen to it (forget_plan): its next execution captures it.
  */
 static void
 work_guarded(void *arg)
@@ -815,7 +834,7 @@ work_guarded(void *arg)
 		{
 			made = true;
 			if (la.linked_untried)
-				forget_known();
+				forget_plan(&working.key, working.counts.planid);
 		}
 		if (working.text)
 			pfree(working.text);

@@ -146,9 +146,9 @@ typedef enum PgssNgPlanText
 } PgssNgPlanText;
 
 /*
- * Raised whenever this backend forgets the plans it has seen to the text
- * of (a row made again without its text): a cache of them kept elsewhere
- * (planid.c) is valid while this is unchanged.
+ * Raised whenever this backend forgets a plan it has seen to the text of
+ * (a row made again without its text), or all of them: a cache of them
+ * kept elsewhere (planid.c) is valid while this is unchanged.
  */
 extern uint32 pgss_ng_plans_known_epoch;
 
