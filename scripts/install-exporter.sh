@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
-# Build the postgres_exporter releases that t/610_compat_exporter.pl scrapes
-# a pgss_ng server with (called by scripts/install-deps.sh; run as root).
+# Build the Go tools of the exporter tests (called by scripts/install-deps.sh;
+# run as root):
+#  - the postgres_exporter releases that t/610_compat_exporter.pl and
+#    t/650_monitoring_exporter.pl scrape a pgss_ng server with;
+#  - t/lib/promql_names, Prometheus' own PromQL parser, with which
+#    t/650_monitoring_exporter.pl reads the metric names of the dashboard
+#    (monitoring/pgss_ng_dashboard.json).
 #
 # Each release is fetched from the Go module proxy as the exact module
 # version ("go mod download -json MODULE@VERSION"; "go install MODULE@VERSION"
 # needs a version list the proxy does not serve here), its checksum
 # compared with the one pinned below, and ./cmd/postgres_exporter built in a
 # writable copy of the module directory.  Its dependencies come from the
-# proxy too, verified against the module's own go.sum.  Nothing else is
-# contacted: GOPROXY loses any "direct" entry, GOTOOLCHAIN=local, and the
-# module and build caches are a temporary directory removed afterwards.
+# proxy too, verified against the module's own go.sum, as are those of
+# t/lib/promql_names against its go.sum.  Nothing else is contacted: GOPROXY
+# loses any "direct" entry, GOTOOLCHAIN=local, and the module and build
+# caches are a temporary directory removed afterwards.
 #
 # The binaries are cached in $PGSS_NG_TOOLS_DIR (default /opt/pgss_ng/tools)
 # as postgres_exporter-VERSION/postgres_exporter, next to a file holding the
-# module checksum they were built from: a release already there is not
-# rebuilt.  Building both took 99 s and 165 s on this project's shared
-# 2-core machines, most of it compiling the first one's dependencies.
+# module checksum they were built from, and promql_names/promql_names next
+# to the checksum of its sources: what is already there is not rebuilt.
+# Building both releases took 99 s and 165 s on this project's shared
+# 2-core machines, most of it compiling the first one's dependencies;
+# promql_names, built after them, about a minute more.
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -48,7 +56,17 @@ for r in "${RELEASES[@]}"; do
         todo+=("$r")
     fi
 done
-[ ${#todo[@]} -gt 0 ] || exit 0
+
+# promql_names: its sources' checksum, and whether that build is there
+PROMQL_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../t/lib/promql_names" && pwd)
+promql_sum=$(cd "$PROMQL_SRC" && cat go.mod go.sum main.go | sha256sum | cut -d' ' -f1)
+promql_todo=1
+if [ -x "$TOOLS/promql_names/promql_names" ] &&
+   [ "$(cat "$TOOLS/promql_names/sources.sum" 2>/dev/null)" = "$promql_sum" ]; then
+    echo "install-exporter: promql_names already in $TOOLS"
+    promql_todo=
+fi
+[ ${#todo[@]} -gt 0 ] || [ -n "$promql_todo" ] || exit 0
 
 if ! command -v go >/dev/null; then
     echo "install-exporter: no go on the PATH: Go is needed to build postgres_exporter" >&2
@@ -94,3 +112,18 @@ for r in "${todo[@]}"; do
     rm -rf "$TOOLS/postgres_exporter-$version.old"
     echo "install-exporter: postgres_exporter $version installed in $TOOLS ($(( $(date +%s) - start ))s)"
 done
+
+if [ -n "$promql_todo" ]; then
+    start=$(date +%s)
+    echo "install-exporter: building promql_names (GOPROXY=$GOPROXY)"
+    cp -r "$PROMQL_SRC" "$work/promql_names"
+    out=$TOOLS/.promql_names.new
+    rm -rf "$out"
+    mkdir "$out"
+    (cd "$work/promql_names" && go build -trimpath -o "$out/lib/promql_names" .)
+    echo "$promql_sum" > "$out/sources.sum"
+    chmod -R go+rX "$out"
+    rm -rf "$TOOLS/promql_names"
+    mv "$out" "$TOOLS/promql_names"
+    echo "install-exporter: promql_names installed in $TOOLS ($(( $(date +%s) - start ))s)"
+fi

@@ -14,9 +14,13 @@
 # assertions enabled (-DUSE_ASSERT_CHECKING; the servers themselves are
 # release builds), then against the normal build, which stays installed.
 # PGSS_NG_PASSES="release" runs only release passes.
-# One result line per version and pass ("=== result: PostgreSQL 18
-# release: ..."); the last line printed is "N passed, N failed, N skipped"
-# (regression and isolation tests + TAP files, over all passes).  A TAP
+# Before the passes, once: META.json is checked and, when 15 is among the
+# versions, the Debian package is built, installed, smoke-tested and
+# purged (run_packaging below; PGSS_NG_PACKAGE=0 leaves the package out).
+# One result line for that ("=== result: packaging: ...") and one per
+# version and pass ("=== result: PostgreSQL 18 release: ..."); the last
+# line printed is "N passed, N failed, N skipped" (regression and isolation
+# tests + TAP files, over all passes, and the two packaging checks).  A TAP
 # file that skips itself (plan skip_all) is skipped, not passed; the test
 # points that a file skips ("ok N # skip WHY") are listed with their
 # reasons.  With CI set (CI=true, as .ci/run runs), a skipped TAP file
@@ -216,8 +220,45 @@ run_tap_suite() {
 
 }
 
+# ------------------------------------------------------------ packaging
+# run_packaging: once, before the passes (which "make install" into the
+# same PostgreSQL 15 installation):
+#   1. META.json: PGXN's validator and the tree's versions
+#      (scripts/check-meta.sh);
+#   2. when 15 is among the versions: the Debian package for Debian's
+#      PostgreSQL 15, built, installed with apt-get, smoke-tested and
+#      purged (scripts/test-package.sh).
+# Each counts one test.
+run_packaging() {
+    local t_start p_before f_before
+    t_start=$(date +%s)
+    p_before=$passed
+    f_before=$failed
+    echo "=== test: packaging: META.json (scripts/check-meta.sh)"
+    if bash scripts/check-meta.sh; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); status=1
+        echo "=== test: packaging: META.json FAILED"
+    fi
+    if [[ " $VERSIONS " != *" 15 "* ]] || [ "${PGSS_NG_PACKAGE:-1}" = 0 ]; then
+        echo "=== test: packaging: the Debian package (PostgreSQL 15 only): not run"
+    else
+        echo "=== test: packaging: the Debian package (scripts/test-package.sh)"
+        if bash scripts/test-package.sh; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); status=1
+            echo "=== test: packaging: the Debian package FAILED"
+        fi
+    fi
+    results+=("=== result: packaging: $((passed - p_before)) passed, $((failed - f_before)) failed, 0 skipped, $(( $(date +%s) - t_start ))s")
+    echo "${results[-1]}"
+}
+
 # ---------------------------------------------------------------- passes
 results=()
+run_packaging
 for version in $VERSIONS; do
     PG_CONFIG=${PG_CONFIGS[$version]}
     PGBIN=$("$PG_CONFIG" --bindir)

@@ -34,7 +34,7 @@ my $bin = "$dir/hist_unit";
 my ($out, $err) = run_command(
 	[
 		split(' ', $cc), '-O2', '-DUSE_ASSERT_CHECKING', '-I', 'src',
-		'-I', $inc, '-o', $bin, 't/unit/unit/hist_unit.c', 'src/stmt/hist.c', '-lm'
+		'-I', $inc, '-o', $bin, 't/unit/hist_unit.c', 'src/stmt/hist.c', '-lm'
 	]);
 ok(-x $bin, 'hist_unit compiled') or diag("$out\n$err");
 

@@ -52,7 +52,7 @@ my ($out, $err);
 	delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL)};
 	($out, $err) = run_command(
 		[
-			'make', '-s', '-C', $build, '-f', "$src/t/unit/unit/kind_unit.mk",
+			'make', '-s', '-C', $build, '-f', "$src/t/unit/kind_unit.mk",
 			'PG_CONFIG=pg_config'
 		]);
 }
@@ -75,7 +75,7 @@ my $node = pgss_node(
 is($node->safe_psql('postgres', 'SHOW kind_unit.max'),
 	'1000', 'the library is preloaded (its GUC is defined)');
 
-my $sql = slurp_file("$src/t/unit/unit/kind_unit.sql");
+my $sql = slurp_file("$src/t/unit/kind_unit.sql");
 $sql =~ s/MODULE_PATHNAME/$lib/g;
 $node->safe_psql('postgres', $sql);
 

@@ -35,11 +35,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use HTTP::Tiny;
 use PgssNgCompat;
+use PgssNgExporter;
 
-my $tools = $ENV{PGSS_NG_TOOLS_DIR} // '/opt/pgss_ng/tools';
 my @releases = (
 	{ version => 'v0.17.1', reads => 'view', flags => [] },
 	{
@@ -49,108 +47,19 @@ my @releases = (
 	});
 my $probe_calls = 5;
 
-my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $node = start_compat_node('exporter');
 my $own = own_view();
 my $major = server_major($node);
 $node->safe_psql('postgres', 'CREATE ROLE prom LOGIN IN ROLE pg_monitor');
 
 # ------------------------------------------------------------ exporters
-# A configuration file without authentication modules, so that the
-# exporter reads none from its working directory.
-my $config = "$tmp/postgres_exporter.yml";
-open my $fh, '>', $config or die "could not write $config: $!";
-print $fh "auth_modules: {}\n";
-close $fh;
-
 my @running;
 for my $r (@releases)
 {
-	my $bin = "$tools/postgres_exporter-$r->{version}/postgres_exporter";
-	if (!-x $bin)
-	{
-		fail("postgres_exporter $r->{version} is installed");
-		diag("$bin is missing: scripts/install-deps.sh builds it "
-			  . "(scripts/install-exporter.sh, Go module proxy)");
-		next;
-	}
-	$r->{port} = PostgreSQL::Test::Cluster::get_free_port();
-	$r->{log} = "$tmp/exporter-$r->{version}.log";
-	local $ENV{DATA_SOURCE_NAME} =
-	  'host=' . $node->host . ' port=' . $node->port
-	  . ' user=prom dbname=postgres sslmode=disable';
-	$r->{handle} = IPC::Run::start(
-		[
-			$bin, "--web.listen-address=127.0.0.1:$r->{port}",
-			"--config.file=$config", '--collector.stat_statements',
-			'--log.level=info', @{ $r->{flags} }
-		],
-		'<', \undef, '>&', $r->{log});
-	push @running, $r;
-}
-
-# Stop the exporters however the test ends (a failed safe_psql dies).
-END
-{
-	local $?;
-	$_->{handle}->kill_kill for @running;
-}
-
-# scrape($r): the exporter's /metrics, parsed into a list of
-# { name, labels => {...}, value }.  Waits for the exporter to listen.
-# Straight to 127.0.0.1, whatever http_proxy says.
-my $http = HTTP::Tiny->new(
-	timeout => $PostgreSQL::Test::Utils::timeout_default,
-	proxy => undef,
-	http_proxy => undef);
-
-sub scrape
-{
-	my ($r) = @_;
-	my $url = "http://127.0.0.1:$r->{port}/metrics";
-	my $res;
-	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
-	{
-		$res = $http->get($url);
-		last if $res->{success} || $res->{status} != 599;
-		select undef, undef, undef, 0.1;
-	}
-	die "GET $url: $res->{status} $res->{reason}\n"
-	  . slurp_file($r->{log}) unless $res->{success};
-	my @metrics;
-	for my $line (split /\n/, $res->{content})
-	{
-		next if $line =~ /^#/ || $line !~ /\S/;
-		$line =~ /^([a-zA-Z_:][a-zA-Z0-9_:]*)(.*)$/ or die "bad line: $line";
-		my ($name, $rest, %labels) = ($1, $2);
-		if ($rest =~ s/^\{//)
-		{
-			while ($rest =~ s/^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?//)
-			{
-				my ($k, $v) = ($1, $2);
-				$v =~ s/\\(.)/$1 eq 'n' ? "\n" : $1/ge;
-				$labels{$k} = $v;
-			}
-			$rest =~ s/^\}// or die "bad labels: $line";
-		}
-		$rest =~ /^\s+(\S+)/ or die "no value: $line";
-		push @metrics, { name => $name, labels => \%labels, value => $1 };
-	}
-	return \@metrics;
-}
-
-# The value of the metric $name whose labels include %want (undef if
-# none; dies if several).
-sub metric
-{
-	my ($metrics, $name, %want) = @_;
-	my @hits = grep {
-		my $m = $_;
-		$m->{name} eq $name
-		  && !grep { ($m->{labels}{$_} // "\0") ne $want{$_} } keys %want
-	} @$metrics;
-	die "several $name for " . join(',', %want) if @hits > 1;
-	return @hits ? $hits[0]{value} : undef;
+	my $e = start_exporter($node, $r->{version}, 'prom',
+		'--collector.stat_statements', @{ $r->{flags} })
+	  or next;
+	push @running, { %$r, %$e };
 }
 
 # -------------------------------------- 1. without the compat objects
