@@ -19,8 +19,8 @@
 #   only widens the interval (the bound never depends on it).
 #
 # The record is found by its text (what follows the record's fixed part,
-# whose size the file's header gives); usage is the last field of
-# PgssNgStmtRecord, the 8 bytes before the text.
+# whose size the file's header gives; its plan rows come after it); usage
+# is the last field of PgssNgStmtRecord, the 8 bytes before the text.
 use strict;
 use warnings;
 
@@ -54,8 +54,8 @@ sub saved_usage
 		my $len = unpack('L', substr($f, $p, 4));
 		my $rec = substr($f, $p + 4, $len);
 		$p += 4 + $len;
-		next unless $len == $recsize + length($text)
-		  && substr($rec, $recsize) eq $text;
+		next unless $len >= $recsize + length($text)
+		  && substr($rec, $recsize, length($text)) eq $text;
 		push @found, unpack('d', substr($rec, $recsize - 8, 8));
 	}
 	is(scalar(@found), 1, 'the statement has one record in the file');

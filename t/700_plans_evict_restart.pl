@@ -153,6 +153,14 @@ is( q_untracked(
 		          (s.userid, s.dbid, s.toplevel, s.queryid))"),
 	'0', 'no statement\'s plan rows count more than its calls');
 
+# a pgss_ng.plans_max below 100 (but -1) is refused
+{
+	my ($ret, $out, $err) =
+	  $node->psql('postgres', 'ALTER SYSTEM SET pgss_ng.plans_max = 50');
+	like($err, qr/invalid value for parameter "pgss_ng.plans_max": 50/,
+		'pgss_ng.plans_max = 50 is refused');
+}
+
 # --- 4. pgss_ng.track_plans off ---
 q_untracked('ALTER SYSTEM SET pgss_ng.track_plans = off');
 q_untracked('SELECT pg_reload_conf()');
