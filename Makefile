@@ -15,6 +15,7 @@ MODULE_big = pgss_ng
 OBJS = \
 	src/pgss_ng.o \
 	src/compat/settings_mirror.o \
+	src/compat/compat_sqlfuncs.o \
 	src/hooks/hooks.o \
 	src/hooks/frames.o \
 	src/hooks/measure.o \
@@ -23,6 +24,7 @@ OBJS = \
 	src/views/rowform.o \
 	src/views/convert.o \
 	src/views/plansfuncs.o \
+	src/views/resultcols.o \
 	src/writer/writer.o \
 	src/writer/statsfile.o \
 	src/stmt/stmt_kind.o \
@@ -44,9 +46,14 @@ OBJS = \
 
 # pgss_ng, and pgss_ng_compat: pg_stat_statements' objects (those of this
 # server's own version) served from pgss_ng's, for monitoring tools.
+# SQL versions: pgss_ng--V.sql installs version V, pgss_ng--A--B.sql
+# upgrades A to B (ALTER EXTENSION ... UPDATE); a released version's
+# scripts never change.  pgss_ng_compat's are made from templates
+# (pgss_ng_compat--*.sql.in, below).
 EXTENSION = pgss_ng pgss_ng_compat
 DATA = pgss_ng--1.0.sql pgss_ng--1.1.sql pgss_ng--1.0--1.1.sql
-DATA_built = pgss_ng_compat--1.0.sql
+DATA_built = pgss_ng_compat--1.0.sql pgss_ng_compat--1.1.sql \
+	pgss_ng_compat--1.0--1.1.sql
 PGFILEDESC = "pgss_ng - scalable tracking of statement statistics"
 
 # ASSERTS=1 enables the extension's own Assert()s (scripts/test.sh runs
@@ -112,15 +119,16 @@ $(pgss_ng_objdirs):
 	$(MKDIR_P) $@
 endif
 
-# pgss_ng_compat's install script differs by server version: made from
-# its template for this server's major version, at every make (a tree
-# built for another version before must not install that one's), but
-# rewritten only when it changes.
+# pgss_ng_compat's scripts differ by server version: each made from its
+# template (pgss_ng_compat--V.sql.in, pgss_ng_compat--A--B.sql.in) for
+# this server's major version, at every make (a tree built for another
+# version before must not install that one's), but rewritten only when it
+# changes.
 .PHONY: FORCE
-pgss_ng_compat--1.0.sql: pgss_ng_compat.sql.in scripts/compat-sql.pl FORCE
-	perl $(srcdir)/scripts/compat-sql.pl $(MAJORVERSION) $(srcdir)/pgss_ng_compat.sql.in > $@.tmp
+pgss_ng_compat--%.sql: pgss_ng_compat--%.sql.in pgss_ng_compat-columns.sql.in scripts/compat-sql.pl FORCE
+	perl $(srcdir)/scripts/compat-sql.pl $(MAJORVERSION) $(srcdir)/$@.in > $@.tmp
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-EXTRA_CLEAN += pgss_ng_compat--1.0.sql.tmp
+EXTRA_CLEAN += $(addsuffix .tmp,$(DATA_built))
 
 PG_REGRESS_BIN = $(pgxsdir)/src/test/regress/pg_regress
 PROVE_FLAGS ?= --verbose --timer

@@ -1,13 +1,25 @@
 /* pgss_ng--1.0--1.1.sql: upgrade pgss_ng 1.0 to 1.1 */
+-- What 1.1 changes: see the header of pgss_ng--1.1.sql.  This script must
+-- leave a 1.0 installation with exactly the objects of a fresh 1.1 (a test
+-- compares them).  New columns of a function are only ever appended to
+-- its OUT list (the library fills only the columns that the SQL declares).
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pgss_ng UPDATE TO '1.1'" to load this file. \quit
 
--- Plan identity: pgss_ng_detail gains plans_seen and last_plan_change,
--- pgss_ng_info the plan rows' counters (columns appended, so the functions
--- are made again with their views), and pgss_ng_plans is new.
+-- The views that called a function relying on its defaults, again with
+-- every argument of its exact type (as pgss_ng--1.1.sql makes them).  1.0
+-- bound each view to the extension's own function already: in its schema,
+-- first in search_path when the script ran, a function of the same name
+-- could only make the call ambiguous, never be chosen over it.
+CREATE OR REPLACE VIEW pgss_ng AS
+  SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
+
+-- Plan rows.  pgss_ng_detail gains plans_seen and last_plan_change: its
+-- view and function are made again (nothing of pgss_ng_compat depends on
+-- them), the view as pgss_ng--1.1.sql makes it.
 DROP VIEW pgss_ng_detail;
-DROP FUNCTION pgss_ng_detail(boolean, timestamptz);
+DROP FUNCTION pgss_ng_detail(pg_catalog.bool, pg_catalog.timestamptz);
 CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
     IN changed_since timestamptz DEFAULT NULL,
     OUT userid oid,
@@ -87,44 +99,9 @@ AS 'MODULE_PATHNAME', 'pgss_ng_detail'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng_detail AS
-  SELECT * FROM pgss_ng_detail(true);
+  SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng_detail TO PUBLIC;
-
-DROP VIEW pgss_ng_info;
-DROP FUNCTION pgss_ng_info();
-CREATE FUNCTION pgss_ng_info(
-    OUT dealloc bigint,
-    OUT stats_reset timestamptz,
-    OUT entries bigint,
-    OUT dropped bigint,
-    OUT entries_allocated bigint,
-    OUT entries_max bigint,
-    OUT backstop_skips bigint,
-    OUT qtext_bytes bigint,
-    OUT qtext_limit_bytes bigint,
-    OUT qtext_count bigint,
-    OUT qtext_dropped bigint,
-    OUT entries_evicted bigint,
-    OUT eviction_time float8,
-    OUT last_eviction timestamptz,
-    OUT plans bigint,
-    OUT plans_max bigint,
-    OUT plans_evicted bigint,
-    OUT plan_calls_dropped bigint,
-    OUT plan_text_bytes bigint,
-    OUT plan_text_limit_bytes bigint,
-    OUT plan_text_dropped bigint,
-    OUT plan_text_failures bigint
-)
-RETURNS record
-AS 'MODULE_PATHNAME', 'pgss_ng_info'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
-
-CREATE VIEW pgss_ng_info AS
-  SELECT * FROM pgss_ng_info();
-
-GRANT SELECT ON pgss_ng_info TO PUBLIC;
 
 CREATE FUNCTION pgss_ng_plans(IN showtext boolean DEFAULT true,
     OUT userid oid,
@@ -150,3 +127,22 @@ CREATE VIEW pgss_ng_plans AS
   SELECT * FROM pgss_ng_plans(true);
 
 GRANT SELECT ON pgss_ng_plans TO PUBLIC;
+
+CREATE FUNCTION pgss_ng_plans_info(
+    OUT plans bigint,
+    OUT plans_max bigint,
+    OUT plans_evicted bigint,
+    OUT plan_calls_dropped bigint,
+    OUT plan_text_bytes bigint,
+    OUT plan_text_limit_bytes bigint,
+    OUT plan_text_dropped bigint,
+    OUT plan_text_failures bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_plans_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_plans_info AS
+  SELECT * FROM pgss_ng_plans_info();
+
+GRANT SELECT ON pgss_ng_plans_info TO PUBLIC;

@@ -1,4 +1,15 @@
-/* pgss_ng--1.1.sql */
+/* pgss_ng--1.1.sql: pgss_ng 1.1, the full install script */
+-- What 1.1 changes from 1.0 (pgss_ng--1.0--1.1.sql makes a 1.0
+-- installation the same; a test compares the two):
+--   * The views call their functions with every argument, each of its
+--     exact type (pgss_ng(true, NULL::timestamptz), not pgss_ng(true)):
+--     the call resolves to the extension's own function even where other
+--     roles may create functions in its schema (an exact match is never
+--     passed over; a same-named function that would also fit a call
+--     relying on defaults could only make creation fail).
+--   * Plan rows: pgss_ng_plans (a row per plan of each statement) and
+--     pgss_ng_plans_info (their counters), pgss_ng_detail's plans_seen and
+--     last_plan_change (appended; the function is made again).
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
@@ -76,7 +87,7 @@ AS 'MODULE_PATHNAME', 'pgss_ng'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng AS
-  SELECT * FROM pgss_ng(true);
+  SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng TO PUBLIC;
 
@@ -166,7 +177,7 @@ AS 'MODULE_PATHNAME', 'pgss_ng_detail'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW pgss_ng_detail AS
-  SELECT * FROM pgss_ng_detail(true);
+  SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng_detail TO PUBLIC;
 
@@ -202,15 +213,7 @@ CREATE FUNCTION pgss_ng_info(
     OUT qtext_dropped bigint,
     OUT entries_evicted bigint,
     OUT eviction_time float8,
-    OUT last_eviction timestamptz,
-    OUT plans bigint,
-    OUT plans_max bigint,
-    OUT plans_evicted bigint,
-    OUT plan_calls_dropped bigint,
-    OUT plan_text_bytes bigint,
-    OUT plan_text_limit_bytes bigint,
-    OUT plan_text_dropped bigint,
-    OUT plan_text_failures bigint
+    OUT last_eviction timestamptz
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_info'
@@ -312,11 +315,11 @@ GRANT SELECT ON pgss_ng_evictions TO PUBLIC;
 
 -- One row per plan of each statement (pgss_ng.track_plans): its calls,
 -- execution times and rows, when it was first and last called, and its
--- EXPLAIN (COSTS OFF) text as captured at its first execution.  planid is
--- a hash of the plan's shape (node types, relations and indexes scanned,
--- join types, scan directions, subplans), never of constants or costs.
--- queryid, planid and plan of other roles' statements need the privileges
--- of pg_read_all_stats, as in pgss_ng.
+-- EXPLAIN (COSTS OFF) text.  planid is a hash of the plan's shape (node
+-- types, relations and indexes scanned, join types, scan directions,
+-- subplans), never of constants or costs.  queryid, planid and plan of
+-- other roles' statements need the privileges of pg_read_all_stats, as in
+-- pgss_ng.
 CREATE FUNCTION pgss_ng_plans(IN showtext boolean DEFAULT true,
     OUT userid oid,
     OUT dbid oid,
@@ -341,6 +344,27 @@ CREATE VIEW pgss_ng_plans AS
   SELECT * FROM pgss_ng_plans(true);
 
 GRANT SELECT ON pgss_ng_plans TO PUBLIC;
+
+-- The plan rows' counters (pgss_ng_info's own are kept as they are:
+-- pgss_ng_compat 1.0 depends on that function).
+CREATE FUNCTION pgss_ng_plans_info(
+    OUT plans bigint,
+    OUT plans_max bigint,
+    OUT plans_evicted bigint,
+    OUT plan_calls_dropped bigint,
+    OUT plan_text_bytes bigint,
+    OUT plan_text_limit_bytes bigint,
+    OUT plan_text_dropped bigint,
+    OUT plan_text_failures bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_plans_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_plans_info AS
+  SELECT * FROM pgss_ng_plans_info();
+
+GRANT SELECT ON pgss_ng_plans_info TO PUBLIC;
 
 -- Reset: superusers only unless granted.
 CREATE FUNCTION pgss_ng_reset(IN userid oid DEFAULT 0,

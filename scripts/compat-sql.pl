@@ -1,8 +1,10 @@
 #!/usr/bin/perl
-# compat-sql.pl MAJOR TEMPLATE: print the install script of pgss_ng_compat
-# for PostgreSQL MAJOR (15..18) from TEMPLATE (pgss_ng_compat.sql.in, whose
-# header says the syntax).  The Makefile runs it with the server's
-# MAJORVERSION.  Dies on a server it does not know or a malformed template.
+# compat-sql.pl MAJOR TEMPLATE: print a script of pgss_ng_compat (install
+# or upgrade) for PostgreSQL MAJOR (15..18) from TEMPLATE
+# (pgss_ng_compat--VERSION.sql.in; pgss_ng_compat--1.0.sql.in's header says
+# the syntax, and "--@include FILE" reads FILE, beside the template, in
+# its place).  The Makefile runs it with the server's MAJORVERSION.  Dies
+# on a server it does not know or a malformed template.
 use strict;
 use warnings;
 
@@ -25,9 +27,30 @@ sub on_server
 	return ($lo eq '' || $major >= $lo) && ($hi eq '' || $major <= $hi);
 }
 
-open my $in, '<', $template or die "compat-sql.pl: $template: $!\n";
+# The template's lines, each --@include replaced by the lines of its file.
+sub read_lines
+{
+	my ($path) = @_;
+	open my $in, '<', $path or die "compat-sql.pl: $path: $!\n";
+	my @lines;
+	while (my $line = <$in>)
+	{
+		if ($line =~ /^--\@include\s+(\S+)\s*$/)
+		{
+			my $file = $1;
+			my $dir = $path =~ m{^(.*)/} ? $1 : '.';
+			push @lines, read_lines("$dir/$file");
+		}
+		else
+		{
+			push @lines, $line;
+		}
+	}
+	return @lines;
+}
+
 my (@out, @cols, @cond);
-while (my $line = <$in>)
+for my $line (read_lines($template))
 {
 	if ($line =~ /^--\@column\s+(\S+)\s+(\S+)((?:\s+\S+)*)\s*$/)
 	{
@@ -65,11 +88,12 @@ while (my $line = <$in>)
 	}
 }
 die "compat-sql.pl: --\@if without --\@endif\n" if @cond;
-die "compat-sql.pl: no columns\n" unless @cols;
 
+my $text = join('', @out);
+die "compat-sql.pl: no columns\n"
+  if !@cols && $text =~ /\@(OUT|SELECT)_COLUMNS\@/;
 my $out_columns = join(",\n", map { "    OUT $_->[0] $_->[1]" } @cols);
 my $select_columns = join(",\n         ", map { $_->[2] } @cols);
-my $text = join('', @out);
 $text =~ s/\@OUT_COLUMNS\@/$out_columns/g;
 $text =~ s/\@SELECT_COLUMNS\@/$select_columns/g;
 $text =~ s/\@MAJOR\@/$major/g;

@@ -21,8 +21,10 @@
 --     set_config() and ALTER SYSTEM with the standard messages; nothing is
 --     written to postgresql.auto.conf and the settings are unchanged.
 --   * SQL objects of another build: pgss_ng() and pgss_ng_detail()
---     declared with other columns than the library makes fail with a
---     clear error (55000) instead of reading past the row they fill.
+--     declared with a column the library does not make, or makes with
+--     another type, fail with a clear error (55000) instead of reading
+--     past the row they fill; declared with its first columns only (as an
+--     earlier version's SQL), pgss_ng() returns the same rows.
 -- pgss_ng_diff (pg_stat_statements is the reference) stays empty.
 --
 -- Expected output: expected/020_bad_input.out on PostgreSQL 15; _1.out on
@@ -249,17 +251,31 @@ SELECT name, setting, unit, source FROM pg_settings
 WHERE name LIKE 'pgss\_ng.%' ORDER BY name COLLATE "C";
 SELECT count(*) AS auto_conf_lines FROM pg_file_settings
 WHERE name LIKE 'pgss\_ng.%' AND sourcefile LIKE '%postgresql.auto.conf';
--- SQL objects that are not the library's (a pgss_ng 1.0 created before
--- a column moved): a clear error, no row read past what the library fills
+-- SQL objects that are not the library's: a declared column that it does
+-- not make, or makes with another type, is a clear error (no row read past
+-- what the library fills); the first columns alone (an earlier version's
+-- SQL) get the same rows as the full function
 CREATE FUNCTION pgss_ng_stale(IN showtext boolean, IN changed_since timestamptz,
-                              OUT userid oid, OUT dbid oid)
+                              OUT userid oid, OUT dbid text)
 RETURNS SETOF record AS '$libdir/pgss_ng', 'pgss_ng' LANGUAGE C;
 CREATE FUNCTION pgss_ng_detail_stale(IN showtext boolean,
                                      IN changed_since timestamptz,
-                                     OUT userid oid, OUT dbid oid)
+                                     OUT userid oid, OUT no_such_column int8)
 RETURNS SETOF record AS '$libdir/pgss_ng', 'pgss_ng_detail' LANGUAGE C;
+CREATE FUNCTION pgss_ng_first(IN showtext boolean, IN changed_since timestamptz,
+                              OUT userid oid, OUT dbid oid, OUT toplevel bool,
+                              OUT queryid bigint)
+RETURNS SETOF record AS '$libdir/pgss_ng', 'pgss_ng' LANGUAGE C;
 SELECT * FROM pgss_ng_stale(true, NULL);
 SELECT * FROM pgss_ng_detail_stale(false, NULL);
+SELECT (SELECT array_agg((userid, dbid, toplevel, queryid)
+                         ORDER BY userid, dbid, toplevel, queryid)
+        FROM pgss_ng_first(true, NULL)) =
+       (SELECT array_agg((userid, dbid, toplevel, queryid)
+                         ORDER BY userid, dbid, toplevel, queryid)
+        FROM pgss_ng(true)) AS same_rows,
+       (SELECT count(*) FROM pgss_ng_first(false, NULL)) > 5 AS rows;
 DROP FUNCTION pgss_ng_stale(boolean, timestamptz);
 DROP FUNCTION pgss_ng_detail_stale(boolean, timestamptz);
+DROP FUNCTION pgss_ng_first(boolean, timestamptz);
 SELECT * FROM pgss_ng_diff;

@@ -5,9 +5,10 @@
 --   * Refused where contrib's extension exists (here: 001_setup made it),
 --     with a message that names the conflict and what to do.
 --   * In a database of its own (compat_db): the same functions, views,
---     columns (names, types, order), signatures, defaults, return types
+--     columns (names, types, order), signatures, defaults, return types,
+--     language (C), volatility, strictness, security (invoker, no SET)
 --     and grants as contrib's own extension created there a moment before
---     (the differences: none).
+--     (the differences: none); its functions are pgss_ng's library's.
 --   * Its rows are pgss_ng's, column by column under contrib's names
 --     (1.10's blk_read_time is pgss_ng's shared_blk_read_time), except an
 --     entry that only failed (calls = plans = 0); exact calls and rows;
@@ -35,8 +36,9 @@ CREATE EXTENSION pgss_ng;
 
 -- What a client can see of the pg_stat_statements objects in schema s:
 -- relations and their grants, columns (names, types, order), functions
--- (arguments with defaults, result, set-returning, parallel safety,
--- grants) and their OUT columns.
+-- (arguments with defaults, result, set-returning, language, volatility,
+-- strictness, security, settings, parallel safety, grants) and their OUT
+-- columns.
 CREATE FUNCTION compat_facts(s name)
 RETURNS TABLE (kind text, name text, detail text)
 LANGUAGE sql STABLE AS $$
@@ -55,6 +57,9 @@ LANGUAGE sql STABLE AS $$
                    regexp_replace(pg_get_function_arguments(p.oid),
                                   '(^|, )OUT .*$', ''),
                    pg_get_function_result(p.oid), p.proretset, p.prokind,
+                   (SELECT l.lanname FROM pg_language l WHERE l.oid = p.prolang),
+                   p.provolatile, p.proisstrict, p.prosecdef,
+                   coalesce(p.proconfig::text, 'no SET'),
                    p.proparallel, coalesce(p.proacl::text, 'default'))
     FROM pg_proc p WHERE p.pronamespace = s::regnamespace
   UNION ALL
@@ -130,8 +135,9 @@ SELECT count(*) > 0 AS has_rows, count(query) AS texts
 FROM pg_stat_statements(false);
 SELECT count(*) AS rows_for_null FROM pg_stat_statements(NULL);
 
--- the planner reads pgss_ng() itself (the function is inlined)
-EXPLAIN (COSTS OFF) SELECT queryid, calls FROM pg_stat_statements(false);
+-- C functions of pgss_ng's library (no SQL body to resolve names in)
+SELECT p.proname, p.probin, p.prosrc, p.prosqlbody IS NULL AS no_sql_body
+FROM pg_proc p WHERE p.pronamespace = 'mon'::regnamespace ORDER BY 1;
 
 -- An unprivileged role: its own statements in full, others' with a NULL
 -- queryid and '<insufficient privilege>'; the reset denied.

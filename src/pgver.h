@@ -246,10 +246,21 @@ typedef struct PgssNgRunArgs
 #endif
 
 /*
+ * A GUC check hook's extra: allocated with malloc() before 16, with
+ * guc_malloc() (the GUC memory context) from 16 on, as the GUC machinery
+ * frees it accordingly.
+ */
+#if PG_VERSION_NUM >= 160000
+#define PGSS_NG_GUC_EXTRA_ALLOC(size)	guc_malloc(LOG, (size))
+#else
+#define PGSS_NG_GUC_EXTRA_ALLOC(size)	malloc(size)
+#endif
+
+/*
  * Plan identity (18).  PlannedStmt.planId (int64) holds a plan identifier
  * that a module may set in its planner hook; the server reports it
- * (pg_stat_activity.plan_id) from planner() and ExecutorStart(), and keeps
- * it in a cached plan's copy.  Before 18 there is no such field: pgss_ng
+ * (pgstat_report_plan_id(), from planner() and ExecutorStart()), and a
+ * cached plan's copy keeps it.  Before 18 there is no such field: pgss_ng
  * keeps a backend-local map from each PlannedStmt to its id (planid.c).
  * PGSS_NG_PLANID_GET / _SET read and write it where it exists.
  *

@@ -1,26 +1,31 @@
 # 600_compat_settings.pl
 #
 # pg_stat_statements' settings for the tools that read them from
-# pg_settings (issue 21): with only pgss_ng preloaded, pgss_ng defines
-# pg_stat_statements.max, .track, .track_utility, .track_planning and
-# .save as read-only mirrors of its own GUCs.
+# pg_settings and for the lines a DBA leaves in postgresql.conf: with only
+# pgss_ng preloaded, pgss_ng defines pg_stat_statements.max, .track,
+# .track_utility, .track_planning and .save as contrib does, and each sets
+# the pgss_ng setting of the same name (the forms a session, a function,
+# a role or a database uses: t/601_compat_settings_forms.pl).
 #
 # - pgss_ng only, with non-default pgss_ng settings and a DBA's leftover
 #   pg_stat_statements.track and .max lines in postgresql.conf: the server
-#   starts, one WARNING per leftover line names it and says to set the
-#   pgss_ng GUC instead; pg_settings has exactly the five mirrors, each
-#   with the setting, type and context of the pgss_ng GUC it shows.
+#   starts without a WARNING; at the same level (the file) pgss_ng's own
+#   settings are in effect, and pg_settings shows them under both names,
+#   with contrib's contexts (.max postmaster).
 # - Always equal: a session's SET pgss_ng.track shows in that session's
 #   pg_stat_statements.track (SHOW, current_setting(), pg_settings), and a
 #   reload of pgss_ng.max in pg_stat_statements.max.
-# - Setting a mirror is refused with that message: SET, ALTER SYSTEM (the
-#   file is not written), ALTER ROLE ... SET, set_config().  A reload with
-#   the leftover lines still in the file logs them and applies the rest.
+# - A leftover line alone is in effect: without pgss_ng.save,
+#   pg_stat_statements.save = off turns saving off (nothing is restored
+#   after a restart); without pgss_ng.max, pg_stat_statements.max is the
+#   max published; a reload that changes it only logs that a restart is
+#   needed, as contrib's does.
 # - With pg_stat_statements preloaded as well, first or last: the server
-#   starts, no mirror is defined (no WARNING), the settings are contrib's
-#   own (its values from the file, settable).
-# - Without pgss_ng preloaded: no mirror; CREATE EXTENSION pgss_ng_compat
-#   CASCADE works, reading its view raises pgss_ng's "must be loaded" error.
+#   starts, the settings are contrib's own (its values from the file,
+#   settable), pgss_ng's alone are in effect for pgss_ng.
+# - Without pgss_ng preloaded: no such setting; CREATE EXTENSION
+#   pgss_ng_compat CASCADE works, reading its view raises pgss_ng's "must
+#   be loaded" error.
 use strict;
 use warnings;
 
@@ -44,35 +49,30 @@ my $node = pgss_node(
 	'pg_stat_statements.track' => 'top',
 	'pg_stat_statements.max' => 9999);
 
-# -- the mirrors ------------------------------------------------------------
+# -- the settings ------------------------------------------------------------
 
 is($node->safe_psql('postgres', $mirrors_sql),
 	join("\n",
-		'pg_stat_statements.max|1234|integer|sighup',
+		'pg_stat_statements.max|1234|integer|postmaster',
 		'pg_stat_statements.save|off|bool|sighup',
 		'pg_stat_statements.track|all|enum|superuser',
 		'pg_stat_statements.track_planning|on|bool|superuser',
 		'pg_stat_statements.track_utility|off|bool|superuser'),
-	'pgss_ng only: the five mirrors show pgss_ng\'s settings');
+	'pgss_ng only: the five names show pgss_ng\'s settings, which win '
+	  . 'over the leftover lines in the same file, with contrib\'s contexts');
 is( $node->safe_psql(
 		'postgres', q{
 SELECT count(*) FROM pg_settings m
 JOIN pg_settings n ON n.name = 'pgss_ng.' || split_part(m.name, '.', 2)
 WHERE m.name LIKE 'pg\_stat\_statements.%'
-  AND (m.setting, m.vartype, m.context, m.enumvals)
-      IS NOT DISTINCT FROM (n.setting, n.vartype, n.context, n.enumvals)}),
+  AND (m.setting, m.vartype, m.enumvals)
+      IS NOT DISTINCT FROM (n.setting, n.vartype, n.enumvals)}),
 	'5',
-	'each mirror has the setting, type, context and values of its pgss_ng GUC');
+	'each name has the setting, type and values of its pgss_ng GUC');
 
 my $log = slurp_file($node->logfile);
-for my $g ('track', 'max')
-{
-	like(
-		$log,
-		qr/WARNING:  parameter "pg_stat_statements\.$g" cannot be set\n.*DETAIL:  pg_stat_statements is not loaded: "pg_stat_statements\.$g" shows the value of "pgss_ng\.$g"\.\n.*HINT:  Set "pgss_ng\.$g" instead\./,
-		"start: the leftover pg_stat_statements.$g line gets a WARNING "
-		  . 'saying what to set');
-}
+unlike($log, qr/WARNING|cannot be set/,
+	'start: no WARNING for the leftover lines');
 
 # -- always equal -----------------------------------------------------------
 
@@ -95,35 +95,43 @@ ok( $node->poll_query_until(
 	'a reload of pgss_ng.max shows in pg_stat_statements.max');
 is($node->safe_psql('postgres', 'SHOW pgss_ng.max'), '2000',
 	'pgss_ng.max is 2000');
+unlike(slurp_file($node->logfile, $pos), qr/contains errors|cannot be set/,
+	'reload: the leftover lines are no errors');
+
+# -- a leftover line alone ----------------------------------------------------
+
+$node->safe_psql('postgres', 'CREATE EXTENSION pgss_ng');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET pgss_ng.max');
+$node->adjust_conf('postgresql.conf', 'pgss_ng.max', undef);
+$node->adjust_conf('postgresql.conf', 'pgss_ng.save', undef);
+$node->append_conf('postgresql.conf', 'pg_stat_statements.save = off');
+$node->restart;
+is( $node->safe_psql(
+		'postgres', q{
+SELECT entries_max FROM pgss_ng_info;
+SHOW pgss_ng.max;
+SHOW pgss_ng.save}),
+	"9999\n9999\noff",
+	'alone in the file, pg_stat_statements.max and .save are in effect');
+$node->safe_psql('postgres', 'SELECT 1 AS before_restart');
+$node->restart;
+is( $node->safe_psql(
+		'postgres',
+		q{SELECT count(*) FROM pgss_ng WHERE query LIKE '%before\_restart%'}),
+	'0', 'pg_stat_statements.save = off: nothing was saved');
+$pos = -s $node->logfile;
+$node->adjust_conf('postgresql.conf', 'pg_stat_statements.max', 3000);
+$node->reload;
 ok( $node->wait_for_log(
-		qr/LOG:  parameter "pg_stat_statements\.track" cannot be set/, $pos),
-	'reload: the leftover line is logged again');
-like(slurp_file($node->logfile, $pos),
-	qr/configuration file ".*" contains errors; unaffected changes were applied/,
-	'reload: the other changes were applied');
-
-# -- setting a mirror is refused ---------------------------------------------
-
-my $refusal = join("\n",
-	'ERROR:  parameter "pg_stat_statements.track" cannot be set',
-	'DETAIL:  pg_stat_statements is not loaded: "pg_stat_statements.track" '
-	  . 'shows the value of "pgss_ng.track".',
-	'HINT:  Set "pgss_ng.track" instead.');
-for my $stmt (
-	"SET pg_stat_statements.track = 'none'",
-	"ALTER SYSTEM SET pg_stat_statements.track = 'none'",
-	"ALTER ROLE CURRENT_USER SET pg_stat_statements.track = 'none'",
-	"SELECT set_config('pg_stat_statements.track', 'none', false)")
-{
-	my ($rc, $out, $err) = $node->psql('postgres', $stmt,
-		extra_params => [ '-v', 'VERBOSITY=default' ]);
-	$err =~ s/^psql:<stdin>:\d+: //mg;
-	is("$rc\n$err", "3\n$refusal", "refused: $stmt");
-}
-unlike(slurp_file($node->data_dir . '/postgresql.auto.conf'),
-	qr/pg_stat_statements/, 'ALTER SYSTEM wrote nothing');
-is($node->safe_psql('postgres', 'SHOW pg_stat_statements.track'),
-	'all', 'after the refusals the mirror still shows pgss_ng.track');
+		qr/LOG:  parameter "pg_stat_statements\.max" cannot be changed without restarting the server/,
+		$pos),
+	'a reload that changes pg_stat_statements.max: restart needed, as '
+	  . 'with contrib');
+is($node->safe_psql('postgres', 'SELECT entries_max FROM pgss_ng_info'),
+	'9999', '... and max stays');
+$node->adjust_conf('postgresql.conf', 'pg_stat_statements.max', 9999);
+$node->adjust_conf('postgresql.conf', 'pg_stat_statements.save', undef);
+$node->append_conf('postgresql.conf', "pgss_ng.max = 2000\npgss_ng.save = off");
 
 # -- next to pg_stat_statements, in either order ------------------------------
 
@@ -145,8 +153,10 @@ WHERE name IN ('pg_stat_statements.max', 'pg_stat_statements.track',
 		"$spl: pg_stat_statements' settings are its own, from the file");
 	is( $node->safe_psql(
 			'postgres',
-			"SET pg_stat_statements.track = 'none'; SHOW pg_stat_statements.track"),
-		'none', "$spl: pg_stat_statements.track can be set");
+			"SET pg_stat_statements.track = 'none'; SHOW pg_stat_statements.track; SHOW pgss_ng.track"
+		),
+		"none\nall",
+		"$spl: pg_stat_statements.track can be set, and is not pgss_ng's");
 	unlike(slurp_file($node->logfile, $pos), qr/cannot be set|redefine/,
 		"$spl: no mirror was defined");
 }

@@ -18,8 +18,8 @@
 #  - what calling the reset returns (pg_typeof), as a superuser;
 #  - the grants: the views readable by PUBLIC, the reset revoked from it
 #    (relacl, proacl; both clusters' superuser has the same name).
-# How the functions are implemented (language, volatility, strictness)
-# may differ and is only shown.
+#  - how the functions are implemented: language (C), volatility,
+#    strictness, parallel safety, security (invoker).
 use strict;
 use warnings;
 
@@ -92,7 +92,7 @@ SELECT string_agg(format('%s %s volatile=%s strict=%s parallel=%s secdef=%s',
                          p.proparallel, p.prosecdef), E'\\n')
   FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
  WHERE p.pronamespace = 'public'::regnamespace AND p.proname = '$func'});
-	note("compat: $gimpl\ncontrib: $wimpl");
+	is($gimpl, $wimpl, "$func: language, volatility, strictness, parallel safety and security as contrib's");
 }
 
 my ($got, $want) = both('SELECT pg_typeof(pg_stat_statements_reset())');

@@ -1,25 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * settings_mirror.c
- *	  The settings monitoring tools read from pg_settings under
- *	  pg_stat_statements' names (pg_stat_statements.max, .track,
- *	  .track_utility, .track_planning, .save): read-only mirrors of
- *	  pgss_ng's own, defined only when pg_stat_statements itself is not in
- *	  shared_preload_libraries (it then defines them).
+ *	  pg_stat_statements' settings under its names, for the catalogs and
+ *	  tools of a DBA coming from it: unless pg_stat_statements itself is
+ *	  preloaded, pg_stat_statements.max, .track, .track_utility,
+ *	  .track_planning and .save are defined as contrib defines them (type,
+ *	  values, default, context) and set the pgss_ng setting of the same
+ *	  name.  Of the two names' values, the one in effect is the one set at
+ *	  the more specific level (GucSource order); at the same level, in a
+ *	  session the one set last, elsewhere pgss_ng's.  Each value carries
+ *	  where and when it was set as its GUC extra, which the GUC stack keeps
+ *	  with it, so the choice follows every unwind; the owner of the
+ *	  setting reads the value in effect from its own variable.
  *
- * A mirror shows (SHOW, current_setting(), pg_settings.setting) the
- * current value of the pgss_ng GUC it mirrors, through its show hook, so
- * the two are always equal; the mirror's own variable is never read.  Its
- * type, and its context, are those of the pgss_ng GUC it shows.  Setting
- * a mirror is refused by its check hook (everything but its built-in
- * default), with a hint that names the pgss_ng GUC to set: SET and ALTER
- * SYSTEM get an ERROR, a value in postgresql.conf (or from ALTER ROLE /
- * DATABASE) a WARNING when it is applied at start or at connection and a
- * LOG line at each reload, and is ignored.  Each pgss_ng GUC stays owned
- * by the module that reads it; this file only reads them by name.
- *
- * Locking: none (the GUC machinery's, in the postmaster at start and in
- * each backend).
+ * Locking: none (the GUC machinery's, per process).
  *
  *-------------------------------------------------------------------------
  */
@@ -31,67 +25,260 @@
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
+#include "pgver.h"
 #include "settings_mirror.h"
 
-/* pg_stat_statements' values of .track (pgss_ng.track has the same) */
-static const struct config_enum_entry track_options[] =
+/* Where and when a value was set: the GUC extra of every value of a pair. */
+typedef struct SetAt
 {
-	{"none", 0, false},
-	{"top", 1, false},
-	{"all", 2, false},
-	{NULL, 0, false}
-};
+	GucSource	source;
+	uint64		seq;			/* order of the checks in this process */
+} SetAt;
 
-/* the mirrors' own variables: set by the GUC machinery, never read */
-static int	mirror_max;
-static int	mirror_track;
-static bool mirror_track_utility;
-static bool mirror_track_planning;
-static bool mirror_save;
+/* One name's current value, as its assign hook last saw it. */
+typedef struct Side
+{
+	int			value;			/* a bool as 0 or 1 */
+	SetAt		at;
+} Side;
+
+#define OWN		0				/* the pgss_ng.* name */
+#define CONTRIB 1				/* the pg_stat_statements.* name */
+
+/* A pgss_ng setting and pg_stat_statements' name for it. */
+typedef struct Pair
+{
+	int		   *effective_int;	/* the owner's variable (int, enum) */
+	bool	   *effective_bool; /* or (bool) */
+	const struct config_enum_entry *options;	/* of an enum */
+	int			largest;		/* the owner's maximum (an int) */
+	int			boot;
+	Side		side[2];
+	int			var_int[2];		/* the GUCs' own variables: never read */
+	bool		var_bool[2];
+	char		shown[16];
+} Pair;
+
+static Pair pairs[PGSS_NG_N_PAIRED];
+static uint64 checks_made = 0;
 
 /*
- * mirror_check
- *		Check hook body of the mirror name of pgss_ng's target: accept only
- *		the built-in default, refuse any other source with a message that
- *		says what to set instead.
+ * check_set_at
+ *		Check hook body of either name: any value is valid; its extra says
+ *		at which level (source) and, within this process, when it was set.
  */
 static bool
-mirror_check(const char *name, const char *target, GucSource source)
+check_set_at(void **extra, GucSource source)
 {
-	if (source == PGC_S_DEFAULT)
-		return true;
-	GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
-	GUC_check_errmsg("parameter \"%s\" cannot be set", name);
-	GUC_check_errdetail("pg_stat_statements is not loaded: \"%s\" shows the value of \"%s\".",
-						name, target);
-	GUC_check_errhint("Set \"%s\" instead.", target);
-	return false;
+	SetAt	   *at = (SetAt *) PGSS_NG_GUC_EXTRA_ALLOC(sizeof(SetAt));
+
+	if (at == NULL)
+	{
+		GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
+		GUC_check_errmsg("out of memory");
+		return false;
+	}
+	at->source = source;
+	at->seq = ++checks_made;
+	*extra = at;
+	return true;
 }
 
 /*
- * MIRROR_HOOKS
- *		The check and show hooks of one mirror (the hooks get no name, so
- *		each mirror has its own pair).
+ * assign_side
+ *		Assign hook body: side of pair which now has value, set as extra
+ *		says; choose the value in effect again and store it in the owner's
+ *		variable.  Runs at every change of either name, an unwind of the
+ *		GUC stack included.
  */
-#define MIRROR_HOOKS(id, ctype, name, target) \
+static void
+assign_side(PgssNgPaired which, int side, int value, void *extra)
+{
+	Pair	   *p = &pairs[which];
+	const Side *own = &p->side[OWN];
+	const Side *con = &p->side[CONTRIB];
+	bool		contrib_wins;
+	int			v;
+
+	p->side[side].value = value;
+	if (extra != NULL)
+		p->side[side].at = *(const SetAt *) extra;
+	else
+	{
+		p->side[side].at.source = PGC_S_DEFAULT;
+		p->side[side].at.seq = 0;
+	}
+
+	if (con->at.source != own->at.source)
+		contrib_wins = con->at.source > own->at.source;
+	else
+		contrib_wins = con->at.source == PGC_S_SESSION &&
+			con->at.seq > own->at.seq;
+	v = contrib_wins ? con->value : own->value;
+	if (p->effective_bool != NULL)
+		*p->effective_bool = v != 0;
+	else if (p->effective_int != NULL)
+		*p->effective_int = Min(v, p->largest);
+}
+
+/*
+ * show_pair
+ *		Show hook body of either name: the value in effect.
+ */
+static const char *
+show_pair(Pair *p)
+{
+	const struct config_enum_entry *e;
+
+	if (p->effective_bool != NULL)
+		return *p->effective_bool ? "on" : "off";
+	if (p->effective_int == NULL)
+		return "";
+	for (e = p->options; e != NULL && e->name != NULL; e++)
+		if (e->val == *p->effective_int && !e->hidden)
+			return e->name;
+	snprintf(p->shown, sizeof(p->shown), "%d", *p->effective_int);
+	return p->shown;
+}
+
+/*
+ * PAIR_HOOKS
+ *		The hooks of one pair (hooks get no name, so each pair has its
+ *		own): one check hook and one show hook for both names, an assign
+ *		hook per name.
+ */
+#define PAIR_HOOKS(id, which, ctype) \
 static bool \
 id##_check(ctype *newval, void **extra, GucSource source) \
 { \
-	return mirror_check(name, target, source); \
+	return check_set_at(extra, source); \
+} \
+static void \
+id##_assign_own(ctype newval, void *extra) \
+{ \
+	assign_side(which, OWN, (int) newval, extra); \
+} \
+static void \
+id##_assign_contrib(ctype newval, void *extra) \
+{ \
+	assign_side(which, CONTRIB, (int) newval, extra); \
 } \
 static const char * \
 id##_show(void) \
 { \
-	return GetConfigOption(target, false, false); \
+	return show_pair(&pairs[which]); \
 }
 
-MIRROR_HOOKS(max, int, "pg_stat_statements.max", "pgss_ng.max")
-MIRROR_HOOKS(track, int, "pg_stat_statements.track", "pgss_ng.track")
-MIRROR_HOOKS(track_utility, bool, "pg_stat_statements.track_utility",
-			 "pgss_ng.track_utility")
-MIRROR_HOOKS(track_planning, bool, "pg_stat_statements.track_planning",
-			 "pgss_ng.track_planning")
-MIRROR_HOOKS(save, bool, "pg_stat_statements.save", "pgss_ng.save")
+PAIR_HOOKS(max, PGSS_NG_PAIRED_MAX, int)
+PAIR_HOOKS(track, PGSS_NG_PAIRED_TRACK, int)
+PAIR_HOOKS(track_utility, PGSS_NG_PAIRED_TRACK_UTILITY, bool)
+PAIR_HOOKS(track_planning, PGSS_NG_PAIRED_TRACK_PLANNING, bool)
+PAIR_HOOKS(save, PGSS_NG_PAIRED_SAVE, bool)
+
+/* The hooks of each pair's pgss_ng name (int ones for ints and enums). */
+static const struct
+{
+	GucIntCheckHook int_check;
+	GucIntAssignHook int_assign;
+	GucBoolCheckHook bool_check;
+	GucBoolAssignHook bool_assign;
+	GucShowHook show;
+} own_hooks[PGSS_NG_N_PAIRED] =
+{
+	[PGSS_NG_PAIRED_MAX] = {max_check, max_assign_own, NULL, NULL, max_show},
+	[PGSS_NG_PAIRED_TRACK] = {track_check, track_assign_own, NULL, NULL,
+	track_show},
+	[PGSS_NG_PAIRED_TRACK_UTILITY] = {NULL, NULL, track_utility_check,
+	track_utility_assign_own, track_utility_show},
+	[PGSS_NG_PAIRED_TRACK_PLANNING] = {NULL, NULL, track_planning_check,
+	track_planning_assign_own, track_planning_show},
+	[PGSS_NG_PAIRED_SAVE] = {NULL, NULL, save_check, save_assign_own,
+	save_show},
+};
+
+#define CONTRIB_LONG_DESC \
+	"pg_stat_statements is not loaded.  Of this and the pgss_ng setting, " \
+	"the value set at the more specific level is in effect; at the same " \
+	"level, in a session the one set last, elsewhere the pgss_ng setting."
+
+/*
+ * pair_init
+ *		Before the owner's GUC is defined (its assign hook runs at once):
+ *		where the value in effect goes, and both names at their default
+ *		(pg_stat_statements' defaults are pgss_ng's).
+ */
+static Pair *
+pair_init(PgssNgPaired which, int *effective_int, bool *effective_bool,
+		  int boot)
+{
+	Pair	   *p = &pairs[which];
+	int			side;
+
+	p->effective_int = effective_int;
+	p->effective_bool = effective_bool;
+	p->largest = INT_MAX;
+	p->boot = boot;
+	for (side = OWN; side <= CONTRIB; side++)
+	{
+		p->side[side].value = boot;
+		p->side[side].at.source = PGC_S_DEFAULT;
+		p->side[side].at.seq = 0;
+	}
+	return p;
+}
+
+/*
+ * pgss_ng_define_paired_int / _enum / _bool
+ *		Define the owner's GUC name (from its module's init function, as
+ *		DefineCustom*Variable would, with no long description or flags);
+ *		*effective then always holds the value in effect of it and of
+ *		pg_stat_statements' name for it.  An int of pg_stat_statements'
+ *		above max counts as max.
+ */
+void
+pgss_ng_define_paired_int(PgssNgPaired which, const char *name,
+						  const char *short_desc, int *effective,
+						  int boot, int min, int max, GucContext context)
+{
+	Pair	   *p = pair_init(which, effective, NULL, boot);
+
+	p->largest = max;
+	DefineCustomIntVariable(name, short_desc, NULL, &p->var_int[OWN],
+							boot, min, max, context, 0,
+							own_hooks[which].int_check,
+							own_hooks[which].int_assign,
+							own_hooks[which].show);
+}
+
+void
+pgss_ng_define_paired_enum(PgssNgPaired which, const char *name,
+						   const char *short_desc, int *effective, int boot,
+						   const struct config_enum_entry *options,
+						   GucContext context)
+{
+	Pair	   *p = pair_init(which, effective, NULL, boot);
+
+	p->options = options;
+	DefineCustomEnumVariable(name, short_desc, NULL, &p->var_int[OWN],
+							 boot, options, context, 0,
+							 own_hooks[which].int_check,
+							 own_hooks[which].int_assign,
+							 own_hooks[which].show);
+}
+
+void
+pgss_ng_define_paired_bool(PgssNgPaired which, const char *name,
+						   const char *short_desc, bool *effective,
+						   bool boot, GucContext context)
+{
+	Pair	   *p = pair_init(which, NULL, effective, boot);
+
+	DefineCustomBoolVariable(name, short_desc, NULL, &p->var_bool[OWN],
+							 boot, context, 0,
+							 own_hooks[which].bool_check,
+							 own_hooks[which].bool_assign,
+							 own_hooks[which].show);
+}
 
 /*
  * contrib_preloaded
@@ -127,50 +314,61 @@ contrib_preloaded(void)
 
 /*
  * pgss_ng_settings_mirror_init
- *		From _PG_init, after every pgss_ng GUC is defined: define the
- *		mirrors, unless pg_stat_statements is preloaded too.  Defaults and
- *		ranges are pg_stat_statements'; contexts are those of the pgss_ng
- *		GUCs shown.
+ *		From _PG_init, after every paired pgss_ng GUC is defined: define
+ *		pg_stat_statements' names for them, as pg_stat_statements does
+ *		(its ranges, defaults and contexts: .max postmaster, .save sighup,
+ *		the others superuser), unless pg_stat_statements is preloaded too:
+ *		then they are its own, and the pgss_ng settings alone are in effect.
  */
 void
 pgss_ng_settings_mirror_init(void)
 {
+	Pair	   *p;
+
 	if (contrib_preloaded())
 		return;
 
+	p = &pairs[PGSS_NG_PAIRED_MAX];
 	DefineCustomIntVariable("pg_stat_statements.max",
-							"Shows pgss_ng.max: pg_stat_statements is not loaded (read-only).",
-							"Set pgss_ng.max instead.",
-							&mirror_max,
-							5000, 100, INT_MAX / 2,
-							PGC_SIGHUP, 0,
-							max_check, NULL, max_show);
+							"Sets pgss_ng.max under pg_stat_statements' name.",
+							CONTRIB_LONG_DESC,
+							&p->var_int[CONTRIB],
+							p->boot, 100, INT_MAX / 2,
+							PGC_POSTMASTER, 0,
+							max_check, max_assign_contrib, max_show);
+	p = &pairs[PGSS_NG_PAIRED_TRACK];
 	DefineCustomEnumVariable("pg_stat_statements.track",
-							 "Shows pgss_ng.track: pg_stat_statements is not loaded (read-only).",
-							 "Set pgss_ng.track instead.",
-							 &mirror_track,
-							 1, track_options,
+							 "Sets pgss_ng.track under pg_stat_statements' name.",
+							 CONTRIB_LONG_DESC,
+							 &p->var_int[CONTRIB],
+							 p->boot, p->options,
 							 PGC_SUSET, 0,
-							 track_check, NULL, track_show);
+							 track_check, track_assign_contrib, track_show);
+	p = &pairs[PGSS_NG_PAIRED_TRACK_UTILITY];
 	DefineCustomBoolVariable("pg_stat_statements.track_utility",
-							 "Shows pgss_ng.track_utility: pg_stat_statements is not loaded (read-only).",
-							 "Set pgss_ng.track_utility instead.",
-							 &mirror_track_utility,
-							 true,
+							 "Sets pgss_ng.track_utility under pg_stat_statements' name.",
+							 CONTRIB_LONG_DESC,
+							 &p->var_bool[CONTRIB],
+							 p->boot != 0,
 							 PGC_SUSET, 0,
-							 track_utility_check, NULL, track_utility_show);
+							 track_utility_check, track_utility_assign_contrib,
+							 track_utility_show);
+	p = &pairs[PGSS_NG_PAIRED_TRACK_PLANNING];
 	DefineCustomBoolVariable("pg_stat_statements.track_planning",
-							 "Shows pgss_ng.track_planning: pg_stat_statements is not loaded (read-only).",
-							 "Set pgss_ng.track_planning instead.",
-							 &mirror_track_planning,
-							 false,
+							 "Sets pgss_ng.track_planning under pg_stat_statements' name.",
+							 CONTRIB_LONG_DESC,
+							 &p->var_bool[CONTRIB],
+							 p->boot != 0,
 							 PGC_SUSET, 0,
-							 track_planning_check, NULL, track_planning_show);
+							 track_planning_check,
+							 track_planning_assign_contrib,
+							 track_planning_show);
+	p = &pairs[PGSS_NG_PAIRED_SAVE];
 	DefineCustomBoolVariable("pg_stat_statements.save",
-							 "Shows pgss_ng.save: pg_stat_statements is not loaded (read-only).",
-							 "Set pgss_ng.save instead.",
-							 &mirror_save,
-							 true,
+							 "Sets pgss_ng.save under pg_stat_statements' name.",
+							 CONTRIB_LONG_DESC,
+							 &p->var_bool[CONTRIB],
+							 p->boot != 0,
 							 PGC_SIGHUP, 0,
-							 save_check, NULL, save_show);
+							 save_check, save_assign_contrib, save_show);
 }

@@ -33,6 +33,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "compat/settings_mirror.h"
 #include "measure.h"
 #include "stmt/qtext.h"
 #include "frames.h"
@@ -48,7 +49,10 @@ typedef enum PgssNgTrackLevel
 	PGSS_NG_TRACK_ALL
 } PgssNgTrackLevel;
 
-/* GUCs read by the hooks */
+/*
+ * GUCs read by the hooks: the values in effect of pgss_ng.track, ... and
+ * of pg_stat_statements' names for them (settings_mirror.c)
+ */
 static int	pgss_ng_track = PGSS_NG_TRACK_TOP;
 static bool pgss_ng_track_utility = true;
 static bool pgss_ng_track_planning = false;
@@ -123,33 +127,18 @@ static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 void
 pgss_ng_hooks_init(void)
 {
-	DefineCustomEnumVariable("pgss_ng.track",
-							 "Selects which statements are tracked by pgss_ng.",
-							 NULL,
-							 &pgss_ng_track,
-							 PGSS_NG_TRACK_TOP,
-							 track_options,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("pgss_ng.track_utility",
-							 "Selects whether utility commands are tracked by pgss_ng.",
-							 NULL,
-							 &pgss_ng_track_utility,
-							 true,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("pgss_ng.track_planning",
-							 "Selects whether planning duration is tracked by pgss_ng.",
-							 NULL,
-							 &pgss_ng_track_planning,
-							 false,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
+	pgss_ng_define_paired_enum(PGSS_NG_PAIRED_TRACK, "pgss_ng.track",
+							   "Selects which statements are tracked by pgss_ng.",
+							   &pgss_ng_track, PGSS_NG_TRACK_TOP,
+							   track_options, PGC_SUSET);
+	pgss_ng_define_paired_bool(PGSS_NG_PAIRED_TRACK_UTILITY,
+							   "pgss_ng.track_utility",
+							   "Selects whether utility commands are tracked by pgss_ng.",
+							   &pgss_ng_track_utility, true, PGC_SUSET);
+	pgss_ng_define_paired_bool(PGSS_NG_PAIRED_TRACK_PLANNING,
+							   "pgss_ng.track_planning",
+							   "Selects whether planning duration is tracked by pgss_ng.",
+							   &pgss_ng_track_planning, false, PGC_SUSET);
 
 	prev_post_parse_analyze_hook = post_parse_analyze_hook;
 	post_parse_analyze_hook = pgss_ng_post_parse_analyze;

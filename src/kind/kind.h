@@ -198,7 +198,7 @@ extern bool pgss_ng_kind_guard(PgssNgKind *kind, const char *what,
 /* set-up, in the postmaster (kind_shmem.c) */
 extern PgssNgKind *pgss_ng_kind_define(const PgssNgKindDesc *desc);
 extern void pgss_ng_kind_shmem_request(const PgssNgKindDesc *desc);
-extern Size pgss_ng_kind_shmem_size(const PgssNgKindDesc *desc);
+extern Size pgss_ng_kind_shmem_size(PgssNgKind *kind, int max_entries);
 extern void pgss_ng_kind_shmem_startup(PgssNgKind *kind,
 									   const char *shmem_name,
 									   int max_entries);

@@ -266,8 +266,9 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	hdr->removed = PGSS_NG_LIVE;
 	pg_atomic_init_u32(&hdr->refcount, ca->want_ref ? 2 : 1);
 	hdr->generation = pg_atomic_fetch_add_u64(&ctl->next_generation, 1);
-	hdr->usage = ca->usage;
 	hdr->usage_time = GetCurrentTimestamp();
+	/* an evicted key comes back with the value it had (its ghost) */
+	hdr->usage = ca->usage + kind_ghost_usage(kind, ca->key, hdr->usage_time);
 	node = dsa_get_address(kind->area, np);
 	node->prev = InvalidDsaPointer;
 	node->next = InvalidDsaPointer;

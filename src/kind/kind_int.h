@@ -62,6 +62,24 @@
  */
 #define PGSS_NG_BACKSTOP_MAX_EXTRA	20000
 
+/*
+ * The ghosts (kind_evict.c): what eviction remembers of each victim, the
+ * 64-bit hash of its key and its value, so that the key's next entry
+ * starts from that value.  A set of PGSS_NG_GHOST_WAYS ghosts (one cache
+ * line) per group of key hashes; at least 2 x max ghosts at start
+ * (Max(16, the power of two at or above max / 2) sets, at most
+ * PGSS_NG_GHOST_SETS_MAX).
+ */
+#define PGSS_NG_GHOST_WAYS		4
+#define PGSS_NG_GHOST_SETS_MAX	(1 << 20)
+
+typedef struct PgssNgGhostSet
+{
+	pg_atomic_uint64 tag[PGSS_NG_GHOST_WAYS];	/* hash of the key, 0: none */
+	pg_atomic_uint64 value[PGSS_NG_GHOST_WAYS]; /* usage as a float, and the
+												 * second it was taken at */
+} PgssNgGhostSet;
+
 /* Whether, and why, an entry was removed from the hash. */
 typedef enum PgssNgRemoval
 {
@@ -143,7 +161,8 @@ typedef struct PgssNgKindControl
 	dsa_pointer evict_back;		/* nodes, under <name>_dealloc */
 	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
 								 * (kind_guard.c, lookup_or_create) */
-	/* the in-place DSA area follows, MAXALIGN'd */
+	uint32		ghost_sets;		/* sets of ghosts (a power of two) */
+	/* the in-place DSA area follows, MAXALIGN'd, then the ghosts */
 } PgssNgKindControl;
 
 /* Backend-local handle of one kind (pgss_ng_kind_define). */
@@ -159,6 +178,8 @@ struct PgssNgKind
 	dlist_head	pending_list;	/* the pending entries' refs, oldest first */
 	int			npending;
 	bool		detaching;		/* at exit, after the last flush */
+	PgssNgGhostSet *ghosts;		/* in main shared memory, after the area */
+	uint32		ghost_sets;		/* as sized at the first shmem request */
 };
 
 #define HASH_TAIL(kind, he) \
@@ -199,6 +220,10 @@ extern void kind_push_new(PgssNgKind *kind, dsa_pointer np,
 extern void kind_take_new(PgssNgKind *kind);
 extern bool kind_remove_node(PgssNgKind *kind, dsa_pointer np,
 							 PgssNgRemoval reason);
+extern uint32 kind_ghost_sets_for(int max_entries);
+extern double kind_ghost_usage(PgssNgKind *kind, const void *key,
+							   TimestampTz now);
+extern void kind_ghosts_forget(PgssNgKind *kind);
 
 /*
  * kind_max

@@ -73,10 +73,11 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
  *		eviction); an entry created while the reset runs may stay.  Returns
  *		the number of entries removed.  Removing all (a full reset) is
  *		counted in full_resets first, so that a restore in progress stops
- *		there (see pgss_ng_kind_restore_begin).  Locks: <name>_dealloc
- *		(waiting: a reset waits for a running eviction, or an entry being
- *		restored), then, for each entry removed, its partition lock
- *		exclusively and its entry lock to set removed (kind_remove_node).
+ *		there (see pgss_ng_kind_restore_begin), and forgets the ghosts.
+ *		Locks: <name>_dealloc (waiting: a reset waits for a running
+ *		eviction, or an entry being restored), then, for each entry
+ *		removed, its partition lock exclusively and its entry lock to set
+ *		removed (kind_remove_node).
  *		locked (if not NULL) is called with arg after the removals,
  *		<name>_dealloc still held: what the kind keeps of evicted entries
  *		(evicted_cb) is cleared there, so that no eviction comes between
@@ -93,7 +94,10 @@ pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg,
 	/* removals (eviction, reset) are serialized */
 	LWLockAcquire(kind->dealloc_lock, LW_EXCLUSIVE);
 	if (match == NULL)
+	{
 		pg_atomic_fetch_add_u64(&kind->ctl->full_resets, 1);
+		kind_ghosts_forget(kind);
+	}
 	kind_take_new(kind);
 	np = ctl->evict_front;
 	while (DsaPointerIsValid(np))

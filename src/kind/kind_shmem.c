@@ -113,15 +113,39 @@ pgss_ng_kind_shmem_request(const PgssNgKindDesc *desc)
 }
 
 /*
+ * ghosts_offset
+ *		Where the ghosts start, from the control block: after the in-place
+ *		DSA area, on a cache line (so is the control block).
+ */
+static Size
+ghosts_offset(void)
+{
+	return CACHELINEALIGN(MAXALIGN(sizeof(PgssNgKindControl)) +
+						  PGSS_NG_DSA_INIT_SIZE);
+}
+
+/* Bytes of the control block, the area and sets ghost sets. */
+static Size
+kind_shmem_bytes(uint32 sets)
+{
+	return add_size(ghosts_offset(),
+					mul_size(sets, sizeof(PgssNgGhostSet)));
+}
+
+/*
  * pgss_ng_kind_shmem_size
- *		Bytes of main shared memory one kind needs: its control block plus
- *		the DSA area created in place.
+ *		Bytes of main shared memory one kind needs: its control block, the
+ *		DSA area created in place and the ghosts, as many as max_entries at
+ *		the first call says (kind_ghost_sets_for), which every later
+ *		creation of the shared state uses too (a crash's reinitialization,
+ *		after a reload changed max).
  */
 Size
-pgss_ng_kind_shmem_size(const PgssNgKindDesc *desc)
+pgss_ng_kind_shmem_size(PgssNgKind *kind, int max_entries)
 {
-	return add_size(MAXALIGN(sizeof(PgssNgKindControl)),
-					PGSS_NG_DSA_INIT_SIZE);
+	if (kind->ghost_sets == 0)
+		kind->ghost_sets = kind_ghost_sets_for(max_entries);
+	return kind_shmem_bytes(kind->ghost_sets);
 }
 
 /*
@@ -155,8 +179,9 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 	kind->npending = 0;
 
 	ctl = ShmemInitStruct(shmem_name,
-						  pgss_ng_kind_shmem_size(kind->desc), &found);
+						  pgss_ng_kind_shmem_size(kind, max_entries), &found);
 	kind->ctl = ctl;
+	kind->ghosts = (PgssNgGhostSet *) (((char *) ctl) + ghosts_offset());
 	kind->dealloc_lock =
 		&GetNamedLWLockTranche(lock_name(kind->desc, "dealloc"))->lock;
 
@@ -182,6 +207,13 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 		ctl->evict_front = InvalidDsaPointer;
 		ctl->evict_back = InvalidDsaPointer;
 		pgss_ng_errlimit_init(&ctl->errlimit);
+		ctl->ghost_sets = kind->ghost_sets;
+		for (uint32 i = 0; i < ctl->ghost_sets; i++)
+			for (int w = 0; w < PGSS_NG_GHOST_WAYS; w++)
+			{
+				pg_atomic_init_u64(&kind->ghosts[i].tag[w], 0);
+				pg_atomic_init_u64(&kind->ghosts[i].value[w], 0);
+			}
 
 		dsa = dsa_create_in_place(raw_dsa_place(kind), PGSS_NG_DSA_INIT_SIZE,
 								  ctl->dsa_tranche, NULL);

@@ -16,18 +16,21 @@
  * after it took them are folded in too (discard_pending_cb).  So for any
  * workload sum(calls) over pgss_ng plus over pgss_ng_evicted is the number
  * of executions recorded (those pgss_ng_info.dropped counts were never
- * recorded).  Resets clear the rows of what they remove while the kind's
- * removals are still serialized (pgss_ng_kind_remove_matching's locked
- * callback), so no eviction falls between the two.
+ * recorded).  Resets clear the rows and log entries of what they remove
+ * while the kind's removals are still serialized
+ * (pgss_ng_kind_remove_matching's locked callback), so no eviction falls
+ * between the two; a reset of one queryid leaves its sums in its row.
  *
  * The rows live in a fixed shared hash table of PGSS_NG_EVICTED_ROWS rows
  * in main shared memory; past that, a new (userid, dbid) is folded into
- * one overflow row per toplevel, shown with userid and dbid NULL.
+ * one overflow row per toplevel, shown with userid and dbid NULL, which a
+ * reset of a user or database that may be in it clears whole.
  *
  * The eviction log (pgss_ng_evictions) is a ring of the last
  * pgss_ng.evicted_log evicted entries (PgssNgEvictionLogEntry: key, the
  * start of the text, calls, exec time, stats_since, evicted_at), written
- * by the same fold.  Not saved across a restart; a full reset empties it.
+ * by the same fold.  Not saved across a restart; a partial reset takes
+ * out the entries of what it removed, a full reset empties it.
  *
  * Owns: the rows, their hash table, the ring, the GUC pgss_ng.evicted_log
  * and the pgss_ng_evicted LWLock.
@@ -58,18 +61,27 @@
 #define EVICTED_LOCK_NAME		"pgss_ng_evicted"
 
 /*
- * Shared state beside the hash table: the overflow rows, by toplevel, and
- * the eviction log: a ring of evicted_log entries (log_size of them as
- * made at server start), the next to write at log_written % log_size.
+ * Shared state beside the hash table: the overflow rows, by toplevel, with
+ * which users and databases they may hold (bit oid % 64 of a mask; all
+ * set for a row restored from the stats file), and the eviction log: a
+ * ring of evicted_log entries (log_size of them as made at server start),
+ * the next to write at log_written % log_size, the log_count before it
+ * valid.
  */
 typedef struct EvictedControl
 {
 	PgssNgEvictedRow overflow[2];
+	uint64		overflow_users[2];
+	uint64		overflow_dbs[2];
 	int			log_size;
-	uint64		log_written;	/* entries ever written since the last
-								 * full reset */
+	int			log_count;		/* valid entries, up to log_size */
+	uint64		log_written;	/* entries written since the last full
+								 * reset */
 	PgssNgEvictionLogEntry log[FLEXIBLE_ARRAY_MEMBER];
 } EvictedControl;
+
+/* an overflow row's mask bit of a user or database */
+#define OID_BIT(oid)	(UINT64CONST(1) << ((oid) % 64))
 
 static EvictedControl *evicted_ctl = NULL;
 static HTAB *evicted_hash = NULL;
@@ -192,9 +204,13 @@ row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
 	}
 	if (row == NULL)
 	{
-		row = &evicted_ctl->overflow[toplevel ? 1 : 0];
+		int			k = toplevel ? 1 : 0;
+
+		row = &evicted_ctl->overflow[k];
 		if (row->evicted_since == 0)
 			row->evicted_since = now;
+		evicted_ctl->overflow_users[k] |= OID_BIT(userid);
+		evicted_ctl->overflow_dbs[k] |= OID_BIT(dbid);
 	}
 	return row;
 }
@@ -228,6 +244,8 @@ pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
 		*slot = *log;
 		slot->evicted_at = now;
 		evicted_ctl->log_written++;
+		if (evicted_ctl->log_count < evicted_ctl->log_size)
+			evicted_ctl->log_count++;
 	}
 	LWLockRelease(evicted_lock);
 }
@@ -253,8 +271,7 @@ pgss_ng_eviction_log_copy(int *n)
 
 	out = palloc(sizeof(PgssNgEvictionLogEntry) * Max(size, 1));
 	LWLockAcquire(evicted_lock, LW_SHARED);
-	first = evicted_ctl->log_written > (uint64) size ?
-		evicted_ctl->log_written - size : 0;
+	first = evicted_ctl->log_written - evicted_ctl->log_count;
 	for (k = first; k < evicted_ctl->log_written; k++)
 		out[i++] = evicted_ctl->log[k % size];
 	LWLockRelease(evicted_lock);
@@ -270,16 +287,19 @@ pgss_ng_eviction_log_copy(int *n)
 /*
  * pgss_ng_evicted_clear
  *		Clear the rows of userid and dbid (InvalidOid: any); clearing all
- *		clears the overflow rows (whose userid and dbid are unknown) and
- *		empties the eviction log too.
- *		Called by a reset with <name>_dealloc held.  Takes the
- *		pgss_ng_evicted LWLock exclusively.
+ *		clears the overflow rows and empties the eviction log too.  An
+ *		overflow row is cleared whole when its masks say it may hold
+ *		userid's and dbid's sums, which are not kept apart there: it then
+ *		starts again (evicted_since) at its next fold.  Called by a reset
+ *		with <name>_dealloc held.  Takes the pgss_ng_evicted LWLock
+ *		exclusively.
  */
 void
 pgss_ng_evicted_clear(Oid userid, Oid dbid)
 {
 	HASH_SEQ_STATUS status;
 	PgssNgEvictedRow *row;
+	int			k;
 
 	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
 	hash_seq_init(&status, evicted_hash);
@@ -289,11 +309,59 @@ pgss_ng_evicted_clear(Oid userid, Oid dbid)
 			(dbid == InvalidOid || row->key.dbid == dbid))
 			hash_search(evicted_hash, &row->key, HASH_REMOVE, NULL);
 	}
+	for (k = 0; k < 2; k++)
+	{
+		if ((userid == InvalidOid ||
+			 (evicted_ctl->overflow_users[k] & OID_BIT(userid)) != 0) &&
+			(dbid == InvalidOid ||
+			 (evicted_ctl->overflow_dbs[k] & OID_BIT(dbid)) != 0))
+		{
+			memset(&evicted_ctl->overflow[k], 0, sizeof(PgssNgEvictedRow));
+			evicted_ctl->overflow_users[k] = 0;
+			evicted_ctl->overflow_dbs[k] = 0;
+		}
+	}
 	if (userid == InvalidOid && dbid == InvalidOid)
 	{
-		memset(evicted_ctl->overflow, 0, sizeof(evicted_ctl->overflow));
 		evicted_ctl->log_written = 0;
+		evicted_ctl->log_count = 0;
 	}
+	LWLockRelease(evicted_lock);
+}
+
+/*
+ * pgss_ng_eviction_log_remove
+ *		Take the entries a partial reset with filter f removes out of the
+ *		eviction log, keeping the others in their order (the newest stay
+ *		where they are, the older move up to them).  Called by a reset with
+ *		<name>_dealloc held.  Takes the pgss_ng_evicted LWLock exclusively;
+ *		O(log size).
+ */
+void
+pgss_ng_eviction_log_remove(const PgssNgResetFilter *f)
+{
+	int			size = evicted_ctl->log_size;
+	uint64		w;
+	uint64		k;
+	uint64		first;
+
+	if (size == 0)
+		return;
+	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
+	first = evicted_ctl->log_written - evicted_ctl->log_count;
+	w = evicted_ctl->log_written;
+	/* newest first: a slot is written to only once it has been read */
+	for (k = evicted_ctl->log_written; k > first; k--)
+	{
+		PgssNgEvictionLogEntry *e = &evicted_ctl->log[(k - 1) % size];
+
+		if (stmt_reset_match(f, &e->key))
+			continue;
+		w--;
+		if (w != k - 1)
+			evicted_ctl->log[w % size] = *e;
+	}
+	evicted_ctl->log_count = (int) (evicted_ctl->log_written - w);
 	LWLockRelease(evicted_lock);
 }
 
@@ -355,9 +423,14 @@ pgss_ng_evicted_restore(const PgssNgEvictedRow *saved)
 	LWLockAcquire(evicted_lock, LW_EXCLUSIVE);
 	if (saved->key.userid == InvalidOid)
 	{
-		row = &evicted_ctl->overflow[saved->key.toplevel ? 1 : 0];
+		int			k = saved->key.toplevel ? 1 : 0;
+
+		row = &evicted_ctl->overflow[k];
 		if (row->evicted_since == 0)
 			row->evicted_since = saved->evicted_since;
+		/* whose sums it holds was not saved: anybody's */
+		evicted_ctl->overflow_users[k] = ~UINT64CONST(0);
+		evicted_ctl->overflow_dbs[k] = ~UINT64CONST(0);
 	}
 	else
 		row = row_for(saved->key.userid, saved->key.dbid,

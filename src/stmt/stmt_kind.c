@@ -32,6 +32,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "compat/settings_mirror.h"
 #include "qtext.h"
 #include "stmt_kind.h"
 #include "stmt_kind_int.h"
@@ -76,7 +77,8 @@ const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES] = {
 PgssNgStmtControl *pgss_ng_stmt_ctl = NULL;
 
 /*
- * GUC pgss_ng.max: most live statement entries (eviction keeps to it).
+ * GUC pgss_ng.max: most live statement entries (eviction keeps to it),
+ * or pg_stat_statements.max where that is in effect (settings_mirror.c).
  * This process's copy; what the kind uses is the value published in its
  * control block (pgss_ng_stmt_publish_max).
  */
@@ -109,17 +111,10 @@ pgss_ng_stmt_init(void)
 	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
 	pgss_ng_evicted_init();
 	pgss_ng_plans_init();
-	DefineCustomIntVariable("pgss_ng.max",
-							"Sets the maximum number of statements tracked "
-							"by pgss_ng.",
-							NULL,
-							&stmt_max,
-							5000,
-							100,
-							INT_MAX / 4,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
+	pgss_ng_define_paired_int(PGSS_NG_PAIRED_MAX, "pgss_ng.max",
+							  "Sets the maximum number of statements tracked "
+							  "by pgss_ng.",
+							  &stmt_max, 5000, 100, INT_MAX / 4, PGC_SIGHUP);
 }
 
 /*
@@ -148,7 +143,7 @@ pgss_ng_stmt_shmem_size(void)
 {
 	Size		size;
 
-	size = add_size(pgss_ng_kind_shmem_size(&stmt_kind_desc),
+	size = add_size(pgss_ng_kind_shmem_size(pgss_ng_stmt_kind, stmt_max),
 					MAXALIGN(sizeof(PgssNgStmtControl)));
 	size = add_size(size, pgss_ng_evicted_shmem_size());
 	size = add_size(size, pgss_ng_plans_shmem_size());

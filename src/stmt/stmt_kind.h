@@ -270,7 +270,6 @@ typedef struct PgssNgInfoSnapshot
 	int64		dropped;		/* plannings/executions not recorded */
 	TimestampTz stats_reset;	/* last full reset */
 	PgssNgQtextStats qtext;		/* the text arena */
-	PgssNgPlansStats plans;		/* the plan rows and their texts */
 } PgssNgInfoSnapshot;
 
 /*

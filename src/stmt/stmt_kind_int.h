@@ -163,6 +163,7 @@ extern void pgss_ng_evicted_fold(const PgssNgStmtKey *key,
 								 const PgssNgEvictionLogEntry *log);
 extern bool pgss_ng_eviction_log_on(void);
 extern void pgss_ng_evicted_clear(Oid userid, Oid dbid);
+extern void pgss_ng_eviction_log_remove(const PgssNgResetFilter *f);
 extern void pgss_ng_evicted_restore(const PgssNgEvictedRow *saved);
 
 /* stmt_backend.c */

@@ -238,13 +238,18 @@ reset_minmax(void *shared_data, void *arg)
 /*
  * reset_locked
  *		pgss_ng_kind_remove_matching's locked callback of a reset, under
- *		<name>_dealloc held exclusively (no eviction in between): with any
- *		queryid, clear the rows of (userid, dbid) in the evicted remainder
- *		too.  A partial reset's filter is kept for a restore of saved
- *		statistics that has not finished, or not begun (they are older
- *		than any reset since the start), so that what the reset removed
- *		does not come back (stmt_saved.c); a full reset stops a restore
- *		through the kind layer's count of them.
+ *		<name>_dealloc held exclusively (no eviction in between), so that
+ *		no reader sees what the reset removed next to counters that still
+ *		count it, or rows of the evicted remainder beside counters zeroed
+ *		after them: the eviction log's rows of what it removed go
+ *		(pgss_ng_eviction_log_remove); with any queryid, the remainder's
+ *		rows of (userid, dbid) too (pgss_ng_evicted_clear); a full reset
+ *		restarts the event counters of pgss_ng_info here as well.  A
+ *		partial reset's filter is kept for a restore of saved statistics
+ *		that has not finished, or not begun (they are older than any reset
+ *		since the start), so that what the reset removed does not come
+ *		back (stmt_saved.c); a full reset stops a restore through the kind
+ *		layer's count of them.
  */
 static void
 reset_locked(void *arg)
@@ -258,24 +263,40 @@ reset_locked(void *arg)
 		ctl->partial[ctl->npartial] = r->f;
 	if (partial && ctl->npartial <= PGSS_NG_PARTIAL_RESETS_KEPT)
 		ctl->npartial++;
+	if (partial)
+		pgss_ng_eviction_log_remove(&r->f);
 	if (r->f.queryid == UINT64CONST(0))
 		pgss_ng_evicted_clear(r->f.userid, r->f.dbid);
+	if (!partial)
+	{
+		SpinLockAcquire(&ctl->mutex);
+		ctl->dropped = 0;
+		ctl->stats_reset = r->now;
+		SpinLockRelease(&ctl->mutex);
+		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
+		pgss_ng_qtext_reset_dropped();
+		pgss_ng_plans_reset_counters();
+	}
 }
 
 /*
  * pgss_ng_stmt_reset
  *		Remove the entries matching (userid, dbid, queryid), 0 meaning any;
  *		with minmax_only, keep them and restart their min/max times and
- *		time histograms instead.  Without a queryid, the rows of the
- *		evicted remainder of (userid, dbid) are cleared too.
- *		Resetting everything also restarts the event counters of
- *		pgss_ng_info (dealloc, entries_evicted, dropped, backstop_skips,
- *		qtext_dropped, eviction_time, stats_reset), and stops a restore
- *		in progress (stmt_saved.c).  Counts still pending in other
- *		backends for removed entries are discarded when they flush: they
- *		were made before the reset.  Returns the time of the reset.
- *		Locks: the kind layer's (see pgss_ng_kind_remove_matching,
- *		pgss_ng_kind_update_matching), then the info spinlock.
+ *		time histograms instead.  The eviction log's rows of what is
+ *		removed go too, and without a queryid the rows of the evicted
+ *		remainder of (userid, dbid) (an overflow row, whose users and
+ *		databases are mixed, when it may hold theirs).  Resetting
+ *		everything also restarts the event counters of pgss_ng_info
+ *		(dealloc, entries_evicted, dropped, backstop_skips, qtext_dropped,
+ *		eviction_time, stats_reset), and stops a restore in progress
+ *		(stmt_saved.c).  All of it in one step under <name>_dealloc
+ *		(reset_locked).  Counts still pending in other backends for
+ *		removed entries are discarded when they flush: they were made
+ *		before the reset.  Returns the time of the reset.  Locks: the kind
+ *		layer's (see pgss_ng_kind_remove_matching,
+ *		pgss_ng_kind_update_matching), then the remainder's and the info
+ *		spinlock.
  */
 TimestampTz
 pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
@@ -303,17 +324,6 @@ pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
 	/* no filter for all: the kind layer counts a full reset (restores) */
 	pgss_ng_kind_remove_matching(pgss_ng_stmt_kind, all ? NULL : reset_match,
 								 &f, reset_locked);
-
-	if (all)
-	{
-		SpinLockAcquire(&pgss_ng_stmt_ctl->mutex);
-		pgss_ng_stmt_ctl->dropped = 0;
-		pgss_ng_stmt_ctl->stats_reset = f.now;
-		SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
-		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
-		pgss_ng_qtext_reset_dropped();
-		pgss_ng_plans_reset_counters();
-	}
 	return f.now;
 }
 
@@ -331,7 +341,6 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 	SpinLockRelease(&pgss_ng_stmt_ctl->mutex);
 	pgss_ng_kind_counters(pgss_ng_stmt_kind, &out->kind);
 	pgss_ng_qtext_stats(&out->qtext);
-	pgss_ng_plans_stats(&out->plans);
 }
 
 /*

@@ -89,9 +89,10 @@ typedef struct InfoRestore
  * partial_reset_removed
  *		Whether a partial reset made since shared memory was made removed
  *		the saved entry of key (for a row of the evicted remainder, row:
- *		whether one cleared that row, one with any queryid), or more
- *		partial resets were made than kept (then anything may have been:
- *		true).  In the restore bracket (<name>_dealloc shared: the resets
+ *		whether one cleared that row, one with any queryid; an overflow
+ *		row, whose users and databases are not known, any such one), or
+ *		more partial resets were made than kept (then anything may have
+ *		been: true).  In the restore bracket (<name>_dealloc shared: the resets
  *		record their filters holding it exclusively).
  */
 static bool
@@ -104,7 +105,8 @@ partial_reset_removed(const PgssNgStmtKey *key, bool row)
 		return true;
 	for (i = 0; i < ctl->npartial; i++)
 		if ((!row || ctl->partial[i].queryid == UINT64CONST(0)) &&
-			stmt_reset_match(&ctl->partial[i], key))
+			(stmt_reset_match(&ctl->partial[i], key) ||
+			 (row && key->userid == InvalidOid)))
 			return true;
 	return false;
 }

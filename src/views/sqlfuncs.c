@@ -23,10 +23,12 @@
  * them into tuples: the entries as a read gives them, the info counters; the
  * reset is the statement kind's.  Columns of the counters that add up
  * follow PGSS_NG_SUM_COUNTERS, and pgss_ng's own (PGSS_NG_OWN_COUNTERS)
- * come after every pg_stat_statements column.  The rows of the two reads
- * are laid out by a row form (rowform.c), not heap_form_tuple: reading
- * the view is mostly building and printing rows (docs/design.md, "What a
- * reader sees").
+ * come after every pg_stat_statements column.  Each function fills the
+ * columns its SQL declares, by name (resultcols.c: an earlier version's
+ * SQL declares fewer), and pgss_ng_compat's share the bodies (sqlfuncs.h).
+ * The statement rows are laid out by a row form (rowform.c), not
+ * heap_form_tuple: reading the view is mostly building and printing rows
+ * (docs/design.md, "What a reader sees").
  *
  * Locking: none taken here.  The read (pgss_ng_stmt_read) takes each
  * partition lock shared and each entry lock shared just long enough to
@@ -43,6 +45,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -52,7 +55,9 @@
 #include "utils/timestamp.h"
 
 #include "convert.h"
+#include "resultcols.h"
 #include "rowform.h"
+#include "sqlfuncs.h"
 #include "stmt/stmt_kind.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
@@ -79,6 +84,52 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 #define PGSS_NG_DETAIL_COLS \
 	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
 	 2 * PGSS_NG_NUMPHASE + 2)
+
+/*
+ * The columns each function makes, by name and type, in the order of the
+ * install script's OUT list (resultcols.c matches them with the calling
+ * SQL's); new columns are only ever appended.  A counter's column from
+ * PGSS_NG_SUM_COUNTERS / PGSS_NG_OWN_COUNTERS, by its SQL type:
+ */
+#define SQLTYPE_INT8 INT8OID
+#define SQLTYPE_FLOAT8 FLOAT8OID
+#define SQLTYPE_NUMERIC NUMERICOID
+#define COUNTER_COLUMN(name, ctype, sqltype, measured) \
+	{#name, SQLTYPE_##sqltype},
+#define IDENTITY_COLUMNS \
+	{"userid", OIDOID}, {"dbid", OIDOID}, {"toplevel", BOOLOID}, \
+	{"queryid", INT8OID}, {"query", TEXTOID}
+#define TIME_COLUMNS(calls, phase) \
+	{calls, INT8OID}, {"total_" phase "_time", FLOAT8OID}, \
+	{"min_" phase "_time", FLOAT8OID}, {"max_" phase "_time", FLOAT8OID}, \
+	{"mean_" phase "_time", FLOAT8OID}, {"stddev_" phase "_time", FLOAT8OID}
+/* pgss_ng_quantiles' */
+#define QUANTILE_COLUMNS(phase) \
+	{phase "_time_p50", FLOAT8OID}, {phase "_time_p90", FLOAT8OID}, \
+	{phase "_time_p95", FLOAT8OID}, {phase "_time_p99", FLOAT8OID}, \
+	{phase "_time_p999", FLOAT8OID}
+#define CPU_COLUMNS \
+	{"exec_user_time", FLOAT8OID}, {"exec_system_time", FLOAT8OID}, \
+	{"plan_user_time", FLOAT8OID}, {"plan_system_time", FLOAT8OID}
+
+/* pgss_ng() and pgss_ng_detail(): the first PGSS_NG_COLS are pgss_ng()'s */
+static const PgssNgColumn stmt_columns[] = {
+	IDENTITY_COLUMNS,
+	TIME_COLUMNS("plans", "plan"),
+	TIME_COLUMNS("calls", "exec"),
+	PGSS_NG_SUM_COUNTERS(COUNTER_COLUMN)
+	{"stats_since", TIMESTAMPTZOID}, {"minmax_stats_since", TIMESTAMPTZOID},
+	PGSS_NG_OWN_COUNTERS(COUNTER_COLUMN)
+	{"last_executed", TIMESTAMPTZOID},
+	QUANTILE_COLUMNS("exec"),
+	QUANTILE_COLUMNS("plan"),
+	CPU_COLUMNS,
+	{"plans_seen", INT8OID}, {"last_plan_change", TIMESTAMPTZOID}
+};
+StaticAssertDecl(lengthof(stmt_columns) == PGSS_NG_DETAIL_COLS,
+				 "stmt_columns must list every column of pgss_ng_detail()");
+StaticAssertDecl(PGSS_NG_NUM_QUANTILES == 5,
+				 "QUANTILE_COLUMNS must name every quantile");
 
 /*
  * check_loaded
@@ -198,12 +249,14 @@ put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
 typedef struct ReadRows
 {
 	ReturnSetInfo *rsinfo;
-	bool		detail;			/* pgss_ng_detail's columns */
+	bool		detail;			/* pgss_ng_detail's own columns declared */
 	bool		showtext;
 	bool		is_allowed_role;	/* privileges of pg_read_all_stats */
 	Oid			userid;
 	PgssNgConvert convert;		/* texts into the database's encoding */
 	Datum		no_privilege;	/* "<insufficient privilege>" */
+	bool		executed_only;	/* skip entries never planned or executed */
+	PgssNgResultMap result;		/* the declared columns */
 	PgssNgRowForm *rowform;		/* builds the rows */
 } ReadRows;
 
@@ -256,8 +309,9 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 
 /*
  * put_row
- *		pgss_ng_stmt_read emit function: one row of pgss_ng(), or of
- *		pgss_ng_detail() (rr->detail), for an entry, put in the result's
+ *		pgss_ng_stmt_read emit function: one row of pgss_ng(), with
+ *		pgss_ng_detail()'s columns if declared (rr->detail), for an entry,
+ *		with the declared columns (rr->result), put in the result's
  *		tuplestore.  Runs with a partition lock of the statement kind held
  *		shared (see pgss_ng_stmt_read).  Memory: the tuplestore's; a
  *		converted text in CurrentMemoryContext.
@@ -267,11 +321,18 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 {
 	ReadRows   *rr = (ReadRows *) arg;
 	const PgssNgCounters *c = &es->counters;
-	Datum		values[PGSS_NG_DETAIL_COLS];
-	bool		nulls[PGSS_NG_DETAIL_COLS];
+	Datum		values_made[PGSS_NG_DETAIL_COLS];
+	bool		nulls_made[PGSS_NG_DETAIL_COLS];
+	Datum	   *values = values_made;
+	bool	   *nulls = nulls_made;
 	int			i = 0;
 
-	memset(nulls, 0, sizeof(nulls));
+	/* pg_stat_statements' rows: an entry that only failed is not one */
+	if (rr->executed_only && es->times[PGSS_NG_PLAN].calls == 0 &&
+		es->times[PGSS_NG_EXEC].calls == 0)
+		return;
+
+	memset(nulls_made, 0, sizeof(nulls_made));
 
 	i = put_identity_columns(values, nulls, i, es, rr);
 	/* plans, then calls (exec) */
@@ -313,6 +374,7 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 		Assert(i == PGSS_NG_DETAIL_COLS);
 	}
 
+	pgss_ng_result_project(&rr->result, &values, &nulls);
 	pgss_ng_rowform_put(rr->rowform, rr->rsinfo->setResult, values, nulls);
 }
 
@@ -339,38 +401,36 @@ read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
 }
 
 /*
- * read_rows
- *		The body of pgss_ng() and pgss_ng_detail(): one row per entry with
- *		calls, plans or errors > 0 (see put_row for the columns, and the
- *		functions' comments); with changed_since not NULL, only the
- *		entries changed at or after it.  Not strict (changed_since
- *		defaults to NULL): a NULL showtext returns no rows, as a strict
- *		function would.  Errors: library not preloaded; SQL objects of
- *		another build (their column count).
+ * pgss_ng_views_statements
+ *		The body of pgss_ng(), pgss_ng_detail() and pgss_ng_compat's
+ *		pg_stat_statements(): one row per entry with calls, plans or
+ *		errors > 0 (with PGSS_NG_VIEWS_EXECUTED: calls or plans > 0; see
+ *		put_row for the columns, and the functions' comments), with the
+ *		columns the calling SQL declares (by name, through aliases: see
+ *		pgss_ng_result_map; pgss_ng_detail's own are made only when one of
+ *		them is declared); with changed_since (a second argument) not NULL,
+ *		only the entries changed at or after it.  A NULL showtext returns
+ *		no rows, as a strict function would.  Errors: library not
+ *		preloaded; a declared column that the library does not make.
  */
-static Datum
-read_rows(FunctionCallInfo fcinfo, bool detail)
+Datum
+pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
+						 const PgssNgColumnAlias *aliases)
 {
 	TimestampTz changed_since = DT_NOBEGIN;
 	ReadRows	rr;
 	int			what = 0;
+	int			i;
 
 	read_rows_start(&rr, fcinfo);
-	rr.detail = detail;
-
-	/*
-	 * SQL objects of another build (a database whose pgss_ng 1.0 was
-	 * created before a column moved) would have the rows read past what
-	 * put_row fills
-	 */
-	if (rr.rsinfo->setDesc->natts != (detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("function %s returns %d columns, but the library makes %d",
-						detail ? "pgss_ng_detail" : "pgss_ng",
-						rr.rsinfo->setDesc->natts,
-						detail ? PGSS_NG_DETAIL_COLS : PGSS_NG_COLS),
-				 errhint("Drop and create extension \"pgss_ng\" again, so that its SQL objects are those of the library.")));
+	rr.executed_only = (flags & PGSS_NG_VIEWS_EXECUTED) != 0;
+	pgss_ng_result_map(&rr.result, fcinfo, rr.rsinfo->setDesc, stmt_columns,
+					   PGSS_NG_DETAIL_COLS, aliases);
+	for (i = 0; i < rr.result.natts; i++)
+	{
+		if (rr.result.map[i] >= PGSS_NG_COLS)
+			rr.detail = true;
+	}
 	if (PG_ARGISNULL(0))
 		return (Datum) 0;
 	rr.rowform = pgss_ng_rowform_make(rr.rsinfo->setDesc);
@@ -380,7 +440,7 @@ read_rows(FunctionCallInfo fcinfo, bool detail)
 
 	if (rr.showtext)
 		what |= PGSS_NG_READ_TEXT;
-	if (detail)
+	if (rr.detail)
 		what |= PGSS_NG_READ_QUANTILES;
 	pgss_ng_stmt_read(what, changed_since, put_row, &rr);
 
@@ -397,25 +457,26 @@ read_rows(FunctionCallInfo fcinfo, bool detail)
  *		cannot measure a counter (its "measured" flag in
  *		PGSS_NG_SUM_COUNTERS), then pgss_ng's own: errors,
  *		error_exec_time.  The caller's own pending counters are flushed
- *		first, so a session always sees its own finished statements.
- *		See read_rows.
+ *		first, so a session always sees its own finished statements.  See
+ *		pgss_ng_views_statements.
  */
 Datum
 pgss_ng(PG_FUNCTION_ARGS)
 {
-	return read_rows(fcinfo, false);
+	return pgss_ng_views_statements(fcinfo, 0, NULL);
 }
 
 /*
  * pgss_ng_detail
  *		pgss_ng_detail(showtext, changed_since): pgss_ng()'s rows with more
  *		columns: last_executed (NULL when no execution was recorded), exec
- *		and plan time quantiles, exec and plan CPU times.  See read_rows.
+ *		and plan time quantiles, exec and plan CPU times.  See
+ *		pgss_ng_views_statements.
  */
 Datum
 pgss_ng_detail(PG_FUNCTION_ARGS)
 {
-	return read_rows(fcinfo, true);
+	return pgss_ng_views_statements(fcinfo, 0, NULL);
 }
 
 /*
@@ -427,6 +488,18 @@ pgss_ng_detail(PG_FUNCTION_ARGS)
 	(3 + 2 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + \
 	 PGSS_NG_NUM_OWN_COUNTERS + 2 * PGSS_NG_NUMPHASE + 2)
 
+static const PgssNgColumn evicted_columns[] = {
+	{"userid", OIDOID}, {"dbid", OIDOID}, {"toplevel", BOOLOID},
+	{"plans", INT8OID}, {"total_plan_time", FLOAT8OID},
+	{"calls", INT8OID}, {"total_exec_time", FLOAT8OID},
+	PGSS_NG_SUM_COUNTERS(COUNTER_COLUMN)
+	PGSS_NG_OWN_COUNTERS(COUNTER_COLUMN)
+	CPU_COLUMNS,
+	{"entries", INT8OID}, {"evicted_since", TIMESTAMPTZOID}
+};
+StaticAssertDecl(lengthof(evicted_columns) == PGSS_NG_EVICTED_COLS,
+				 "evicted_columns must list every column of pgss_ng_evicted()");
+
 /*
  * pgss_ng_evicted
  *		pgss_ng_evicted(): SETOF record, one row per (userid, dbid,
@@ -434,31 +507,37 @@ pgss_ng_detail(PG_FUNCTION_ARGS)
  *		pgss_ng that add up, summed over the evicted entries, then entries
  *		and evicted_since.  A role without the privileges of
  *		pg_read_all_stats sees only its own rows; the overflow rows (userid
- *		and dbid NULL) only such roles see.  Errors: library not preloaded.
+ *		and dbid NULL) only such roles see.  Errors: library not preloaded;
+ *		a declared column that the library does not make.
  */
 Datum
 pgss_ng_evicted(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			userid = GetUserId();
+	PgssNgResultMap rm;
 	PgssNgEvictedRow *rows;
 	int			n;
 	int			r;
 
 	check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
+	pgss_ng_result_map(&rm, fcinfo, rsinfo->setDesc, evicted_columns,
+					   PGSS_NG_EVICTED_COLS, NULL);
 	rows = pgss_ng_evicted_copy(has_privs_of_role(userid,
 												  ROLE_PG_READ_ALL_STATS) ?
 								InvalidOid : userid, &n);
 	for (r = 0; r < n; r++)
 	{
 		const PgssNgCounters *c = &rows[r].counters;
-		Datum		values[PGSS_NG_EVICTED_COLS];
-		bool		nulls[PGSS_NG_EVICTED_COLS];
+		Datum		values_made[PGSS_NG_EVICTED_COLS];
+		bool		nulls_made[PGSS_NG_EVICTED_COLS];
+		Datum	   *values = values_made;
+		bool	   *nulls = nulls_made;
 		int			i = 0;
 		int			k;
 
-		memset(nulls, 0, sizeof(nulls));
+		memset(nulls_made, 0, sizeof(nulls_made));
 		if (rows[r].key.userid == InvalidOid)
 		{
 			nulls[i++] = true;
@@ -483,6 +562,7 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 		values[i++] = Int64GetDatum(rows[r].entries);
 		values[i++] = TimestampTzGetDatum(rows[r].evicted_since);
 		Assert(i == PGSS_NG_EVICTED_COLS);
+		pgss_ng_result_project(&rm, &values, &nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
 							 nulls);
 	}
@@ -496,11 +576,17 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
  *		userid, dbid, toplevel, queryid, query (the start of the text),
  *		calls, total_exec_time, stats_since, evicted_at.  queryid and query
  *		of other roles' entries as in pgss_ng (put_identity_columns).
- *		Errors: library not preloaded.
+ *		Errors: library not preloaded; a declared column that the library
+ *		does not make.
  */
 Datum
 pgss_ng_evictions(PG_FUNCTION_ARGS)
 {
+	static const PgssNgColumn columns[] = {
+		IDENTITY_COLUMNS,
+		{"calls", INT8OID}, {"total_exec_time", FLOAT8OID},
+		{"stats_since", TIMESTAMPTZOID}, {"evicted_at", TIMESTAMPTZOID}
+	};
 	ReadRows	rr;
 	PgssNgEvictionLogEntry *log;
 	PgssNgStmtSnapshot *es;
@@ -509,16 +595,20 @@ pgss_ng_evictions(PG_FUNCTION_ARGS)
 
 	read_rows_start(&rr, fcinfo);
 	rr.showtext = true;
+	pgss_ng_result_map(&rr.result, fcinfo, rr.rsinfo->setDesc, columns,
+					   lengthof(columns), NULL);
 
 	es = palloc0(sizeof(PgssNgStmtSnapshot));
 	log = pgss_ng_eviction_log_copy(&n);
 	for (r = 0; r < n; r++)
 	{
-		Datum		values[9];
-		bool		nulls[9];
+		Datum		values_made[lengthof(columns)];
+		bool		nulls_made[lengthof(columns)];
+		Datum	   *values = values_made;
+		bool	   *nulls = nulls_made;
 		int			i;
 
-		memset(nulls, 0, sizeof(nulls));
+		memset(nulls_made, 0, sizeof(nulls_made));
 		es->key = log[r].key;
 		es->encoding = log[r].encoding;
 		es->query = log[r].qlen >= 0 ?
@@ -528,7 +618,8 @@ pgss_ng_evictions(PG_FUNCTION_ARGS)
 		values[i++] = Float8GetDatum(log[r].total_exec_time);
 		values[i++] = TimestampTzGetDatum(log[r].stats_since);
 		values[i++] = TimestampTzGetDatum(log[r].evicted_at);
-		Assert(i == lengthof(values));
+		Assert(i == lengthof(columns));
+		pgss_ng_result_project(&rr.result, &values, &nulls);
 		tuplestore_putvalues(rr.rsinfo->setResult, rr.rsinfo->setDesc,
 							 values, nulls);
 	}
@@ -538,21 +629,32 @@ pgss_ng_evictions(PG_FUNCTION_ARGS)
 }
 
 /*
+ * pgss_ng_views_reset
+ *		The statement kind's reset (pgss_ng_stmt_reset(), which says what
+ *		is removed or restarted); returns its time.  The body of
+ *		pgss_ng_reset() and of pgss_ng_compat's pg_stat_statements_reset().
+ *		Errors: library not preloaded.
+ */
+TimestampTz
+pgss_ng_views_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
+{
+	check_loaded();
+	return pgss_ng_stmt_reset(userid, dbid, queryid, minmax_only);
+}
+
+/*
  * pgss_ng_reset
- *		pgss_ng_reset(userid, dbid, queryid, minmax_only): the statement
- *		kind's reset (pgss_ng_stmt_reset(), which says what is removed or
- *		restarted).  Returns the time of the reset.
+ *		pgss_ng_reset(userid, dbid, queryid, minmax_only): see
+ *		pgss_ng_views_reset.  Returns the time of the reset.
  *		Errors: library not preloaded; EXECUTE privilege (install script).
  */
 Datum
 pgss_ng_reset(PG_FUNCTION_ARGS)
 {
-	check_loaded();
-
-	PG_RETURN_TIMESTAMPTZ(pgss_ng_stmt_reset(PG_GETARG_OID(0),
-											 PG_GETARG_OID(1),
-											 (uint64) PG_GETARG_INT64(2),
-											 PG_GETARG_BOOL(3)));
+	PG_RETURN_TIMESTAMPTZ(pgss_ng_views_reset(PG_GETARG_OID(0),
+											  PG_GETARG_OID(1),
+											  (uint64) PG_GETARG_INT64(2),
+											  PG_GETARG_BOOL(3)));
 }
 
 /*
@@ -560,21 +662,31 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
  *		One row of extension-wide counters: dealloc, stats_reset, entries,
  *		dropped, entries_allocated, entries_max, backstop_skips,
  *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
- *		entries_evicted, eviction_time, last_eviction, then the plan rows':
- *		plans, plans_max, plans_evicted, plan_calls_dropped,
- *		plan_text_bytes, plan_text_limit_bytes, plan_text_dropped,
- *		plan_text_failures (docs/reference.md); qtext_bytes, qtext_count
- *		and qtext_dropped are NULL for roles without the privileges of
- *		pg_read_all_stats (plan texts are not shared between roles: their
- *		bytes tell nothing of another role's).
- *		Errors: library not preloaded.
+ *		entries_evicted, eviction_time (see README); qtext_bytes,
+ *		qtext_count and qtext_dropped are NULL for roles without the
+ *		privileges of pg_read_all_stats.  The body of pgss_ng_info() and of
+ *		pgss_ng_compat's pg_stat_statements_info(), whose columns are its
+ *		first two.  Errors: library not preloaded; a declared column that
+ *		the library does not make.
  */
 Datum
-pgss_ng_info(PG_FUNCTION_ARGS)
+pgss_ng_views_info(FunctionCallInfo fcinfo)
 {
+	static const PgssNgColumn columns[] = {
+		{"dealloc", INT8OID}, {"stats_reset", TIMESTAMPTZOID},
+		{"entries", INT8OID}, {"dropped", INT8OID},
+		{"entries_allocated", INT8OID}, {"entries_max", INT8OID},
+		{"backstop_skips", INT8OID}, {"qtext_bytes", INT8OID},
+		{"qtext_limit_bytes", INT8OID}, {"qtext_count", INT8OID},
+		{"qtext_dropped", INT8OID}, {"entries_evicted", INT8OID},
+		{"eviction_time", FLOAT8OID}, {"last_eviction", TIMESTAMPTZOID}
+	};
 	TupleDesc	tupdesc;
-	Datum		values[22];
-	bool		nulls[22];
+	PgssNgResultMap rm;
+	Datum		values_made[lengthof(columns)];
+	bool		nulls_made[lengthof(columns)];
+	Datum	   *values = values_made;
+	bool	   *nulls = nulls_made;
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
@@ -582,10 +694,12 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
+					   NULL);
 
 	pgss_ng_stmt_info(&info);
 
-	memset(nulls, 0, sizeof(nulls));
+	memset(nulls_made, 0, sizeof(nulls_made));
 	values[i++] = Int64GetDatum(info.kind.dealloc);
 	values[i++] = TimestampTzGetDatum(info.stats_reset);
 	values[i++] = Int64GetDatum(info.kind.entries);
@@ -618,18 +732,20 @@ pgss_ng_info(PG_FUNCTION_ARGS)
 		values[i++] = TimestampTzGetDatum(info.kind.last_eviction);
 	else
 		nulls[i++] = true;
-	/* the plan rows (plans.h) and their text arena */
-	values[i++] = Int64GetDatum(info.plans.rows);
-	values[i++] = Int64GetDatum(info.plans.rows_max);
-	values[i++] = Int64GetDatum(info.plans.evicted);
-	values[i++] = Int64GetDatum(info.plans.calls_dropped);
-	values[i++] = Int64GetDatum(info.plans.text.bytes);
-	values[i++] = Int64GetDatum(info.plans.text.limit_bytes);
-	values[i++] = Int64GetDatum(info.plans.text.dropped);
-	values[i++] = Int64GetDatum(info.plans.text.failures);
-	Assert(i == lengthof(values));
+	Assert(i == lengthof(columns));
 
+	pgss_ng_result_project(&rm, &values, &nulls);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * pgss_ng_info
+ *		pgss_ng_info(): see pgss_ng_views_info.
+ */
+Datum
+pgss_ng_info(PG_FUNCTION_ARGS)
+{
+	return pgss_ng_views_info(fcinfo);
 }
 
 /*
@@ -643,12 +759,17 @@ pgss_ng_info(PG_FUNCTION_ARGS)
  * another role's only with the privileges of pg_read_all_stats, since the
  * key names the statement, else ERROR (whether the entry exists or not,
  * so that nothing is told about it).
- * Errors: library not preloaded; that privilege.
+ * Errors: library not preloaded; that privilege; a declared column that
+ * the library does not make.
  */
 static Datum
 histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)
 {
+	static const PgssNgColumn columns[] = {
+		{"lower_ms", FLOAT8OID}, {"upper_ms", FLOAT8OID}, {"count", INT8OID}
+	};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PgssNgResultMap rm;
 	PgssNgStmtKey key;
 	PgssNgHistPair hist;
 	int			b;
@@ -671,13 +792,17 @@ histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)
 						   "may read it.", "pg_read_all_stats")));
 
 	InitMaterializedSRF(fcinfo, 0);
+	pgss_ng_result_map(&rm, fcinfo, rsinfo->setDesc, columns,
+					   lengthof(columns), NULL);
 
 	(void) pgss_ng_stmt_histograms(&key, &hist);
 	for (b = 0; b < PGSS_NG_HIST_NBUCKETS; b++)
 	{
 		uint32		count = pgss_ng_hist_count(&hist, phase, b);
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		Datum		values_made[lengthof(columns)];
+		bool		nulls_made[lengthof(columns)] = {false, false, false};
+		Datum	   *values = values_made;
+		bool	   *nulls = nulls_made;
 		double		lower;
 		double		upper;
 
@@ -687,6 +812,7 @@ histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)
 		values[0] = Float8GetDatum(lower);
 		values[1] = Float8GetDatum(upper);
 		values[2] = Int64GetDatum((int64) count);
+		pgss_ng_result_project(&rm, &values, &nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
 							 nulls);
 	}

@@ -94,7 +94,7 @@ saved_entry_cmp(const void *a, const void *b)
 /*
  * file_write
  *		Write len bytes to the stats file and add them to its CRC; after a
- *		failure, do nothing more (write_stats_file reports it once).
+ *		failure, do nothing more (pgss_ng_statsfile_write reports it once).
  */
 static void
 file_write(StatFile *f, const void *data, Size len)
@@ -122,11 +122,30 @@ file_write_uint32(StatFile *f, uint32 v)
 }
 
 /*
- * write_stats_file
+ * remove_if_not_regular
+ *		Remove what is at path if it is neither a regular file nor a
+ *		directory (a FIFO, a socket, a device, a symbolic link), so that
+ *		the stats file can be renamed there: durable_rename() would fail
+ *		to fsync it.  Nothing is opened, so nothing blocks.
+ */
+static void
+remove_if_not_regular(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+		!S_ISDIR(st.st_mode))
+		(void) unlink(path);
+}
+
+/*
+ * pgss_ng_statsfile_write
  *		Write every entry, the info counters and the rows of the evicted
- *		remainder to PGSS_NG_STAT_FILE, most valuable entries first: serialize the entries, sort them, stream
- *		them to a temporary file with a running CRC-32C, fsync, rename
- *		durably.  Failures are logged (LOG) and leave no file behind.
+ *		remainder to PGSS_NG_STAT_FILE, most valuable entries first:
+ *		serialize the entries, sort them, stream them to a new temporary
+ *		file with a running CRC-32C, fsync, rename durably over what is
+ *		there (removed first if it is not a regular file).  Failures are
+ *		logged (LOG) and leave no file behind.
  *		Memory: CurrentMemoryContext (about the size of the file).
  */
 void
@@ -148,8 +167,14 @@ pgss_ng_statsfile_write(void)
 	pgss_ng_stmt_save_info(&info);
 	evicted = pgss_ng_stmt_save_evicted(&nevicted);
 
+	/*
+	 * A new file of our own: whatever was at the temporary name (a FIFO
+	 * would block the open) is removed first, and O_EXCL refuses anything
+	 * put there meanwhile.
+	 */
+	(void) unlink(PGSS_NG_STAT_TMPFILE);
 	f.fd = OpenTransientFile(PGSS_NG_STAT_TMPFILE,
-							 O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+							 O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
 	if (f.fd < 0)
 	{
 		ereport(LOG,
@@ -205,6 +230,7 @@ pgss_ng_statsfile_write(void)
 		unlink(PGSS_NG_STAT_TMPFILE);
 		return;
 	}
+	remove_if_not_regular(PGSS_NG_STAT_FILE);
 	if (durable_rename(PGSS_NG_STAT_TMPFILE, PGSS_NG_STAT_FILE, LOG) != 0)
 		unlink(PGSS_NG_STAT_TMPFILE);
 }
@@ -241,8 +267,9 @@ read_uint32(const char *data, Size len, Size *pos, uint32 *v)
  * read_stats_file
  *		Read the whole of PGSS_NG_STAT_FILE (if any) and remove it.  Returns
  *		its bytes and sets *len, or returns NULL: no file, one that could
- *		not be read (reported by bad_file), or one that could not be
- *		removed (WARNING).  Memory: CurrentMemoryContext.
+ *		not be read or is not a regular file (reported by bad_file, without
+ *		blocking on a FIFO), or one that could not be removed (WARNING).
+ *		Memory: CurrentMemoryContext.
  */
 static char *
 read_stats_file(Size *len)
@@ -251,7 +278,9 @@ read_stats_file(Size *len)
 	int			fd;
 	char	   *data;
 
-	fd = OpenTransientFile(PGSS_NG_STAT_FILE, O_RDONLY | PG_BINARY);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	fd = OpenTransientFile(PGSS_NG_STAT_FILE,
+						   O_RDONLY | O_NONBLOCK | PG_BINARY);
 	if (fd < 0)
 	{
 		if (errno != ENOENT)
@@ -263,6 +292,13 @@ read_stats_file(Size *len)
 		bad_file(psprintf("could not stat it: %m"));
 		CloseTransientFile(fd);
 		unlink(PGSS_NG_STAT_FILE);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode))
+	{
+		bad_file("it is not a regular file");
+		CloseTransientFile(fd);
+		remove_if_not_regular(PGSS_NG_STAT_FILE);
 		return NULL;
 	}
 	*len = (Size) st.st_size;

@@ -11,7 +11,8 @@
  *	  shared memory access (no database connection) does it:
  *	  - at start: it publishes its pgss_ng.max (pgss_ng_stmt_publish_max).
  *		If pgss_ng.save is on and PGSS_NG_STAT_FILE exists, it reads the
- *		whole file, removes it, checks it (size, magic number, format
+ *		whole file (what is not a regular file, e.g. a FIFO, is refused
+ *		without blocking), removes it, checks it (size, magic number, format
  *		version, PostgreSQL major version, CRC-32C, every record's form),
  *		restores the info counters and re-creates the entries, most
  *		valuable first, at most pgss_ng.max of them, never evicting: saved
@@ -25,17 +26,17 @@
  *		once if the table is above it (writer_reload), so that a reload
  *		takes hold in every backend, even one busy in a long statement.
  *	  - on SIGTERM (smart or fast shutdown; the postmaster sends it to
- *		background workers once the client backends are gone or going): it
- *		waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
+ *		background workers once the client backends are gone or going): if
+ *		the postmaster is shutting down (postmaster.pid says "stopping"),
+ *		it waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
  *		has flushed its pending counts and detached, then writes the file
- *		under a temporary name, fsyncs it and renames it durably.  With
- *		pgss_ng.save off it removes any old file instead.  It then exits
- *		with code 0 if the postmaster is shutting down (postmaster.pid
- *		says "stopping"), which the postmaster does not log; otherwise the
- *		SIGTERM was not a shutdown, and it exits with code 1: the
- *		postmaster starts it again, and the new writer, finding the
- *		statistics already loaded (pgss_ng_stmt_loaded()), removes that
- *		file instead of reading it.
+ *		under a temporary name, fsyncs it and renames it durably (with
+ *		pgss_ng.save off it removes any old file instead), and exits with
+ *		code 0, which the postmaster does not log.  Otherwise the SIGTERM
+ *		was not a shutdown: it exits at once with code 1, writing nothing;
+ *		the postmaster starts it again within a second, and the new
+ *		writer publishes pgss_ng.max and, finding the statistics already
+ *		loaded (pgss_ng_stmt_loaded()), loads no file.
  *	  - a file that cannot be removed once read is not loaded (WARNING):
  *		it would be loaded again at the writer's next start.
  *	  - if the writer cannot be registered (max_worker_processes too low),
@@ -76,6 +77,7 @@
 #include "utils/timestamp.h"
 
 #include "pgver.h"
+#include "compat/settings_mirror.h"
 #include "statsfile.h"
 #include "writer.h"
 #include "stmt/stmt_saved.h"
@@ -85,7 +87,10 @@
 
 static volatile sig_atomic_t shutdown_requested = false;
 
-/* GUC pgss_ng.save: write the stats file at shutdown, read it at start */
+/*
+ * GUC pgss_ng.save (or pg_stat_statements.save where that is in effect:
+ * settings_mirror.c): write the stats file at shutdown, read it at start
+ */
 static bool persist_save = true;
 
 PGDLLEXPORT void pgss_ng_writer_main(Datum main_arg);
@@ -122,14 +127,9 @@ pgss_ng_writer_init(void)
 	BackgroundWorker worker;
 	int			before;
 
-	DefineCustomBoolVariable("pgss_ng.save",
-							 "Save pgss_ng statistics across server shutdowns.",
-							 NULL,
-							 &persist_save,
-							 true,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
+	pgss_ng_define_paired_bool(PGSS_NG_PAIRED_SAVE, "pgss_ng.save",
+							   "Save pgss_ng statistics across server shutdowns.",
+							   &persist_save, true, PGC_SIGHUP);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
@@ -274,6 +274,16 @@ pgss_ng_writer_main(Datum main_arg)
 		writer_reload();
 	}
 
+	/*
+	 * A SIGTERM that is not a shutdown (pg_terminate_backend): exit at
+	 * once with code 1, so that the postmaster starts a new writer, which
+	 * publishes pgss_ng.max again.  Waiting for backends that are not
+	 * leaving, or saving a file the next writer would remove, would only
+	 * leave reloads unpublished meanwhile.
+	 */
+	if (!postmaster_stopping())
+		proc_exit(1);
+
 	/* let every backend flush its pending counts and detach */
 	while (pgss_ng_stmt_attached() > 1 && waited < PGSS_NG_WRITER_WAIT_MS)
 	{
@@ -292,11 +302,6 @@ pgss_ng_writer_main(Datum main_arg)
 	else
 		unlink(PGSS_NG_STAT_FILE);
 
-	/*
-	 * A shutdown: exit code 0, which the postmaster does not log.  A
-	 * SIGTERM that was not a shutdown (pg_terminate_backend): exit code 1,
-	 * so that the postmaster starts the writer again and persistence goes
-	 * on.
-	 */
-	proc_exit(postmaster_stopping() ? 0 : 1);
+	/* a shutdown: exit code 0, which the postmaster does not log */
+	proc_exit(0);
 }

@@ -161,7 +161,7 @@ unit_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(pgss_ng_kind_shmem_size(&unit_desc),
+	RequestAddinShmemSpace(add_size(pgss_ng_kind_shmem_size(unit_kind, unit_max),
 									MAXALIGN(sizeof(UnitControl))));
 	pgss_ng_kind_shmem_request(&unit_desc);
 }
