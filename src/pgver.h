@@ -84,33 +84,6 @@
 #endif
 
 /*
- * ExecutorRun's arguments kept in a struct, to call the next hook from a
- * helper: PGSS_NG_RUN_ARGS_SAVE(a) inside a function declared with
- * PGSS_NG_EXECUTOR_RUN_PARAMS, prev(PGSS_NG_RUN_ARGS_CALL(a)) later.
- */
-typedef struct PgssNgRunArgs
-{
-	QueryDesc  *queryDesc;
-	ScanDirection direction;
-	uint64		count;
-#if PG_VERSION_NUM < 180000
-	bool		execute_once;
-#endif
-} PgssNgRunArgs;
-
-#if PG_VERSION_NUM >= 180000
-#define PGSS_NG_RUN_ARGS_SAVE(a) \
-	((a).queryDesc = queryDesc, (a).direction = direction, (a).count = count)
-#define PGSS_NG_RUN_ARGS_CALL(a)	(a).queryDesc, (a).direction, (a).count
-#else
-#define PGSS_NG_RUN_ARGS_SAVE(a) \
-	((a).queryDesc = queryDesc, (a).direction = direction, \
-	 (a).count = count, (a).execute_once = execute_once)
-#define PGSS_NG_RUN_ARGS_CALL(a) \
-	(a).queryDesc, (a).direction, (a).count, (a).execute_once
-#endif
-
-/*
  * ExecutorStart_hook, ExecutorFinish_hook, ExecutorEnd_hook,
  * ProcessUtility_hook, planner_hook, post_parse_analyze_hook: the same in
  * 15 to 18.  (An 18 development version made ExecutorStart return bool;

@@ -24,8 +24,10 @@
 # whether it is ever exceeded is checked where creations race at it,
 # with nothing that could free a body meanwhile, so that any excess would
 # last: 8 holders keep references to 180 bodies that a reset removed
-# (7 x 25, the most one backend holds at max 100, and 5; track = all,
-# counted in a DO block that then fails), leaving room for exactly 20
+# (7 x 25 and 5; track = all, counted in a DO block that then fails;
+# taken under max = 1000, as at max 100 a backend's share of the
+# backstop's headroom is a few references, max back at 100 before the
+# reset), leaving room for exactly 20
 # more; 8 clients, let go together (each waits for a shared advisory lock
 # until all 8 do), run 50 new statements each (400, all top-level, no
 # constants).  Live entries stay below max (no eviction), so afterwards:
@@ -243,6 +245,12 @@ for my $h (0 .. $nhot - 1)
 	# (Opened before the reset, which removes the entry of its SET.)
 	my $gate = $node->background_psql('postgres');
 	$gate->query_safe('SET pgss_ng.track = none');
+	# at max 100 a holder could keep only its share of references
+	$node->append_conf('postgresql.conf', "pgss_ng.max = 1000\n");
+	$node->reload;
+	ok( $node->poll_query_until(
+			'postgres', 'SELECT entries_max FROM pgss_ng_info', '1000'),
+		'race: max = 1000 for the holders');
 	my @holders;
 	my $p = 0;
 	for my $h (0 .. 7)
@@ -261,6 +269,11 @@ for my $h (0 .. $nhot - 1)
 		$b->{stderr} = '';
 		push @holders, $b;
 	}
+	$node->append_conf('postgresql.conf', "pgss_ng.max = 100\n");
+	$node->reload;
+	ok( $node->poll_query_until(
+			'postgres', 'SELECT entries_max FROM pgss_ng_info', '100'),
+		'race: max = 100 again');
 	{
 		local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
 		$node->safe_psql('postgres', 'SELECT pgss_ng_reset()');

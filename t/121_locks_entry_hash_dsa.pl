@@ -5,8 +5,10 @@
 # LWLocks pgss_ng_qtext, pgss_ng_dealloc and pgss_ng_alloc.)
 #
 # - Entry lock busy, deferred flush: A and B both ran S once.  A runs S
-#   again and is stopped in pgss_ng_kind_unlock_entry, called by its
-#   flush (stmt_flush_pending) with S's entry lock held.  B runs S: its
+#   again and is stopped in pgss_ng_kind_unlock_entry, called with S's
+#   entry lock held by the count of its top-level call straight into the
+#   entry (pgss_ng_kind_unlock_key; a pending entry's flush,
+#   stmt_flush_pending, holds it there too).  B runs S: its
 #   flush tries the lock without waiting and keeps the count pending, so
 #   B answers while A still holds the lock (B waiting instead, seen more
 #   than 1 s after it was sent S, proves nothing: on a stalled machine its
@@ -113,8 +115,8 @@ sub a_holds_entry_lock_b_defers
 		my ($g, $am) = gdb_stop_at($name, $apid, 'pgss_ng_kind_unlock_entry',
 			'pgss_ng_kind_unlock_entry', $sess_a, "$s_sql;");
 		return (undef, $am) unless defined $g;
-		like(gdb_bt($g), qr/#1 .*stmt_flush_pending/,
-			"$name: A called by the flush callback, entry lock held");
+		like(gdb_bt($g), qr/#1 .*(stmt_flush_pending|pgss_ng_kind_unlock_key)/,
+			"$name: A stopped holding S's entry lock, counting into it");
 		my $t_sent = time();
 		my $bm = send_async($sess_b, "$s_sql;");
 		my $r = answered_or_lwlock($obs, $sess_b, $bm, $bpid, 'pgss_ng_entry')

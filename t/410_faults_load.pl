@@ -25,11 +25,14 @@
 #    is reusable.
 # 2. Entry site (pgss_ng.max = 100, backstop 200): one DO block runs 600
 #    distinct nested statements (track = all): one backend holds at most
-#    max/4 references (early flushes), so eviction keeps up and nothing is
+#    its share of references (early flushes), so eviction keeps up and nothing is
 #    refused (entries_evicted + entries = 601).  The backstop itself: 8 sessions
-#    each keep 25 references after a failed DO block, a reset leaves 200
-#    referenced bodies allocated, and 5 new statements are refused and
-#    counted (backstop_skips = dropped = 5) until the holders flush.  Then
+#    each keep 25 references after a failed DO block (taken under max =
+#    1000: at max 100 each session's share of the backstop's headroom is a
+#    few references, so that sessions cannot fill it; max is 100 again
+#    before the reset), a reset leaves 200 referenced bodies allocated, and
+#    5 new statements are refused and counted (backstop_skips = dropped =
+#    5) until the holders flush.  Then
 #    1000 distinct top-level statements: evicted as they come
 #    (entries_evicted + entries = 1000, 5 entries per eviction run
 #    (dealloc), nothing dropped, entries <= 100).
@@ -348,8 +351,8 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 
 	check($node, 'SELECT pgss_ng_reset()');
 	ok_psql($node, $do, 'entry site: DO block of 600 nested statements');
-	# One session holds at most max/4 = 25 references (early flushes), so
-	# eviction keeps up: nothing is refused, everything made is either
+	# One session holds at most its share of references (early flushes),
+	# so eviction keeps up: nothing is refused, everything made is either
 	# live or evicted (600 nested statements + the DO block itself).
 	{
 		my ($skips, $dropped, $evicted, $entries, $alloc) = split /\|/,
@@ -372,9 +375,15 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 
 	# The backstop: 8 sessions each count 25 distinct nested statements in
 	# a DO block that then fails, so each keeps 25 references (pending
-	# until its next statement).  A reset drops all entries: 200 bodies
-	# stay allocated (= max + min(max, 20000)), and new statements are
-	# refused and counted until those sessions flush.
+	# until its next statement).  At max 100 a session may hold only its
+	# share of the backstop's headroom (a few references), so they take
+	# them under max 1000; with max 100 again, a reset drops all entries:
+	# 200 bodies stay allocated (= max + min(max, 20000)), and new
+	# statements are refused and counted until those sessions flush.
+	$node->append_conf('postgresql.conf', "pgss_ng.max = 1000\n");
+	$node->reload;
+	ok(poll_untracked($node, 'SELECT entries_max FROM pgss_ng_info', '1000'),
+		'backstop: max = 1000 for the holders');
 	check($node, 'SELECT pgss_ng_reset()');
 	my @holders;
 	for my $h (0 .. 7)
@@ -392,6 +401,10 @@ $node->safe_psql('postgres', "CREATE EXTENSION pgss_ng; $make_w");
 		$b->{stderr} = '';
 		push @holders, $b;
 	}
+	$node->append_conf('postgresql.conf', "pgss_ng.max = 100\n");
+	$node->reload;
+	ok(poll_untracked($node, 'SELECT entries_max FROM pgss_ng_info', '100'),
+		'backstop: max = 100 again');
 	check($node, 'SELECT pgss_ng_reset()');
 	is(info($node, 'entries, entries_allocated'),
 		'0|200', 'backstop: 200 dropped bodies still referenced');

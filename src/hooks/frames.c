@@ -2,28 +2,32 @@
  *
  * frames.c
  *	  Failed executions of the statement kind, as they happen: the frames
- *	  of the tracked statements in progress and the notes of those that
+ *	  of the tracked hook calls in progress and the notes of those that
  *	  failed.  The notes become the errors and error_exec_time counters
  *	  when stmt_backend.c merges them.
  *
- * The hooks (hooks.c) open a *frame* around each call that runs a
- * tracked statement with a queryid (planner, ExecutorStart, ExecutorRun,
- * ExecutorFinish, ProcessUtility), through pgss_ng_stmt_begin(), and close
- * it when the call returns.  A call that ends in an ERROR closes its frame
- * with pgss_ng_stmt_failed() from its PG_CATCH, on the way out: the
- * statement that raised and every enclosing tracked statement the ERROR
- * passes through each note one failed execution.  A FATAL (terminate, lost
- * client connection) jumps to process exit without running the PG_CATCH
- * blocks: the frames still open then are the statements it aborted, noted
- * by the statement kind's exit callback (pgss_ng_stmt_note_open_frames).
+ * The hooks (hooks.c) push a frame (frames.h, inline: a few stores) for
+ * each call that runs a tracked statement with a queryid, and pop it when
+ * the call returns.  Where the hook has a PG_TRY anyway, as
+ * pg_stat_statements has (ExecutorRun, ExecutorFinish, ProcessUtility,
+ * and from PostgreSQL 17 planning), its PG_CATCH notes the failure
+ * (pgss_ng_stmt_failed), after the frames above its own left open by
+ * calls without one.  The calls without a PG_TRY (ExecutorStart,
+ * ExecutorEnd, planning before 17) leave their frame open when they fail;
+ * the abort callbacks note it: a subtransaction's abort the frames opened
+ * in it, a transaction's abort those left.  So the statement that raised
+ * and every enclosing tracked statement the ERROR passes through each
+ * note one failed execution.  A FATAL (terminate, lost client
+ * connection) jumps to process exit without running the PG_CATCH blocks
+ * or the abort: the frames still open then are the statements it
+ * aborted, noted by the statement kind's exit callback
+ * (pgss_ng_stmt_note_open_frames).
  *
  * While an ERROR is in flight nothing here may raise an ERROR or wait for
- * a lock: pgss_ng_stmt_failed() only writes into the static arrays below
- * and copies the statement's text with a no-OOM allocation (the text is
- * needed should the entry have to be made; NULL if the copy fails).  So
- * this file touches no shared memory at all: stmt_backend.c takes the
- * notes (pgss_ng_stmt_take_note) and makes them pending counts where that
- * is safe (see pgss_ng_stmt_merge_errors).  A failure that finds no room
+ * a lock: a note only writes into the static arrays below and copies the
+ * statement's text with a no-OOM allocation (NULL if that fails).  This
+ * file touches no shared memory: stmt_backend.c takes the notes and makes
+ * them pending counts where that is safe.  A failure that finds no room
  * is counted in notes_lost, which the merge counts as dropped.
  *
  * Owns: the frame stack and the notes (backend-local, static).
@@ -34,101 +38,82 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
-#include "portability/instr_time.h"
 #include "utils/memutils.h"
 
 #include "pgver.h"
 #include "frames.h"
 
-/* Frames kept (deeper nesting is not recorded: its failures count as
- * dropped). */
-#define PGSS_NG_MAX_FRAMES		64
-
 /* Failed executions noted between two merges (more count as dropped). */
 #define PGSS_NG_MAX_NOTES		64
 
-/* A tracked statement in progress in one of the hooks. */
-typedef struct StmtFrame
-{
-	uint64		queryid;
-	Oid			userid;			/* at the call's start (a SECURITY DEFINER
-								 * function's ERROR leaves the user set) */
-	bool		toplevel;
-	const char *query;			/* source string, valid during the call */
-	int			query_location;
-	int			query_len;
-	double		prior_ms;		/* run time before this call (a cursor's
-								 * earlier fetches), ms */
-	instr_time	start;			/* the call's start */
-} StmtFrame;
-
-static StmtFrame frames[PGSS_NG_MAX_FRAMES];
-static int	nframes = 0;		/* frames open, even past the array */
+PgssNgFrame pgss_ng_frames[PGSS_NG_MAX_FRAMES];
+int			pgss_ng_nframes = 0;
+bool		pgss_ng_frames_attention = true;
 
 static PgssNgFailureNote notes[PGSS_NG_MAX_NOTES];
 static int	nnotes = 0;
 static int64 notes_lost = 0;	/* failures not noted: no room */
 
 /*
- * pgss_ng_stmt_open_frame
- *		Open a frame for a tracked call of a statement (queryid non-zero):
- *		the source string and the statement's place in it, the run time
- *		it had before this call (ms).  Returns the frame's number, for
- *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().  Called through
- *		pgss_ng_stmt_begin() on the hooks' normal path, never while an
- *		ERROR is in flight.  A frame past PGSS_NG_MAX_FRAMES is counted
- *		but not kept.
+ * elapsed_ms
+ *		How long the call of frame f ran until now (ms), now read here if
+ *		needed: an executor call from its execution's totaltime (its
+ *		earlier runs, plus the current one from the executor's own start
+ *		mark), a timed call from its start, an ExecutorEnd its execution's
+ *		run time.
  */
-int
-pgss_ng_stmt_open_frame(uint64 queryid, bool toplevel, const char *query,
-						int query_location, int query_len, double prior_ms)
+static double
+elapsed_ms(const PgssNgFrame *f)
 {
-	int			frame = nframes++;
+	instr_time	now;
 
-	if (frame < PGSS_NG_MAX_FRAMES)
+	switch ((PgssNgFrameKind) f->kind)
 	{
-		StmtFrame  *f = &frames[frame];
+		case PGSS_NG_FRAME_EXEC:
+			{
+				Instrumentation *t = f->queryDesc->totaltime;
+				double		ms = INSTR_TIME_GET_MILLISEC(t->counter);
 
-		f->queryid = queryid;
-		f->userid = GetUserId();
-		f->toplevel = toplevel;
-		f->query = query;
-		f->query_location = query_location;
-		f->query_len = query_len;
-		f->prior_ms = prior_ms;
-		INSTR_TIME_SET_CURRENT(f->start);
+				if (!INSTR_TIME_IS_ZERO(t->starttime))
+				{
+					INSTR_TIME_SET_CURRENT(now);
+					INSTR_TIME_SUBTRACT(now, t->starttime);
+					ms += INSTR_TIME_GET_MILLISEC(now);
+				}
+				return ms;
+			}
+		case PGSS_NG_FRAME_TIMED:
+		case PGSS_NG_FRAME_PLAN:
+		case PGSS_NG_FRAME_START:
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, f->start);
+			return INSTR_TIME_GET_MILLISEC(now);
+		case PGSS_NG_FRAME_END:
+			return f->prior_ms;
 	}
-	return frame;
-}
-
-/*
- * pgss_ng_stmt_end
- *		The call of frame returned normally: close it (and any frame above
- *		it).
- */
-void
-pgss_ng_stmt_end(int frame)
-{
-	nframes = frame;
+	return 0;
 }
 
 /*
  * note_frame
  *		Note one failed execution for frame f, now.  Runs while an ERROR is
- *		in flight, or at exit: raises nothing, takes no lock.  The text is
- *		cut out of the source string (CleanQuerytext() only moves pointers)
- *		and copied with MCXT_ALLOC_NO_OOM.
+ *		in flight, in an abort, or at exit: raises nothing, takes no lock.
+ *		The text is cut out of the source string (CleanQuerytext() only
+ *		moves pointers) and copied with MCXT_ALLOC_NO_OOM.
  */
 static void
-note_frame(const StmtFrame *f)
+note_frame(const PgssNgFrame *f)
 {
 	PgssNgFailureNote *n;
-	instr_time	now;
+	const char *query;
 	const char *text;
-	int			location = f->query_location;
-	int			len = f->query_len;
+	int			location;
+	int			len;
 
+	pgss_ng_frames_attention = true;
 	if (nnotes >= PGSS_NG_MAX_NOTES)
 	{
 		notes_lost++;
@@ -137,17 +122,30 @@ note_frame(const StmtFrame *f)
 	n = &notes[nnotes++];
 	n->userid = f->userid;
 	n->dbid = MyDatabaseId;
-	n->queryid = f->queryid;
 	n->toplevel = f->toplevel;
-	INSTR_TIME_SET_CURRENT(now);
-	INSTR_TIME_SUBTRACT(now, f->start);
-	n->elapsed_ms = f->prior_ms + INSTR_TIME_GET_MILLISEC(now);
+	n->elapsed_ms = elapsed_ms(f);
+	if (f->kind != PGSS_NG_FRAME_TIMED && f->kind != PGSS_NG_FRAME_PLAN)
+	{
+		PlannedStmt *pstmt = f->queryDesc->plannedstmt;
+
+		n->queryid = pstmt->queryId;
+		query = f->queryDesc->sourceText;
+		location = pstmt->stmt_location;
+		len = pstmt->stmt_len;
+	}
+	else
+	{
+		n->queryid = f->queryid;
+		query = f->query;
+		location = f->query_location;
+		len = f->query_len;
+	}
 
 	n->text = NULL;
 	n->textlen = 0;
-	if (f->query == NULL)
+	if (query == NULL)
 		return;
-	text = CleanQuerytext(f->query, &location, &len);
+	text = CleanQuerytext(query, &location, &len);
 	if (len < 0 || (Size) len >= MaxAllocSize)
 		return;
 	n->text = MemoryContextAllocExtended(TopMemoryContext, len + 1,
@@ -160,21 +158,116 @@ note_frame(const StmtFrame *f)
 }
 
 /*
+ * note_above
+ *		Note the frames open above frame (calls without a PG_TRY whose
+ *		ERROR passed through, innermost first), those past the array as
+ *		lost, and close them.
+ */
+static void
+note_above(int frame)
+{
+	int			i;
+
+	if (pgss_ng_nframes > Max(frame + 1, PGSS_NG_MAX_FRAMES))
+	{
+		notes_lost += pgss_ng_nframes - Max(frame + 1, PGSS_NG_MAX_FRAMES);
+		pgss_ng_frames_attention = true;
+	}
+	for (i = Min(pgss_ng_nframes, PGSS_NG_MAX_FRAMES) - 1; i > frame; i--)
+		note_frame(&pgss_ng_frames[i]);
+	if (pgss_ng_nframes > frame + 1)
+		pgss_ng_nframes = frame + 1;
+}
+
+/*
  * pgss_ng_stmt_failed
- *		The call of frame ends in an ERROR (called from its PG_CATCH, before
- *		re-throwing): note one failed execution of its statement, with the
- *		time since the call began plus the run time before it, and close
- *		the frame.  A frame past PGSS_NG_MAX_FRAMES counts as dropped (at
- *		the next merge).  Raises nothing, takes no lock.
+ *		The call of frame ends in an ERROR (called from its hook's PG_CATCH,
+ *		before re-throwing): note the frames left open above it, then one
+ *		failed execution of its own statement, and close it.  A frame past
+ *		PGSS_NG_MAX_FRAMES counts as dropped (at the next merge).  Raises
+ *		nothing, takes no lock.
  */
 void
 pgss_ng_stmt_failed(int frame)
 {
+	note_above(frame);
 	if (frame < PGSS_NG_MAX_FRAMES)
-		note_frame(&frames[frame]);
+		note_frame(&pgss_ng_frames[frame]);
 	else
+	{
 		notes_lost++;
-	nframes = frame;
+		pgss_ng_frames_attention = true;
+	}
+	pgss_ng_nframes = frame;
+}
+
+/*
+ * note_aborted
+ *		An abort: note the frames left open on top of the stack by calls
+ *		without a PG_TRY (PLAN, START, END) that failed, those opened in
+ *		subtransaction subid or later (all, with InvalidSubTransactionId),
+ *		innermost first, and close them.  Nothing else can be open on top
+ *		of the stack then: a call with a PG_TRY closed its frame on the
+ *		way out, and below the frames of the aborted (sub)transaction lie
+ *		only calls still running (a CALL whose procedure rolls back).
+ *		Frames past the array are not known: a transaction's abort counts
+ *		them as lost (no call runs on past it), a subtransaction's leaves
+ *		them to the calls that opened them.
+ */
+static void
+note_aborted(SubTransactionId subid)
+{
+	if (pgss_ng_nframes > PGSS_NG_MAX_FRAMES)
+	{
+		if (subid != InvalidSubTransactionId)
+			return;
+		notes_lost += pgss_ng_nframes - PGSS_NG_MAX_FRAMES;
+		pgss_ng_frames_attention = true;
+		pgss_ng_nframes = PGSS_NG_MAX_FRAMES;
+	}
+	while (pgss_ng_nframes > 0)
+	{
+		PgssNgFrame *f = &pgss_ng_frames[pgss_ng_nframes - 1];
+
+		if (!PGSS_NG_FRAME_ABORT_NOTED(f->kind) ||
+			(subid != InvalidSubTransactionId && f->subid < subid))
+			break;
+		note_frame(f);
+		pgss_ng_nframes--;
+	}
+}
+
+/*
+ * xact_callback / subxact_callback
+ *		The abort callbacks: a transaction's or subtransaction's abort
+ *		notes the calls without a PG_TRY it left open (note_aborted).
+ *		Every other event returns at once.
+ */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	if (unlikely(event == XACT_EVENT_ABORT) && pgss_ng_nframes > 0)
+		note_aborted(InvalidSubTransactionId);
+}
+
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && pgss_ng_nframes > 0)
+		note_aborted(mySubid);
+}
+
+/*
+ * pgss_ng_frames_init
+ *		Register the abort callbacks (from _PG_init, when preloaded: every
+ *		backend inherits them).
+ */
+void
+pgss_ng_frames_init(void)
+{
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
 }
 
 /*
@@ -189,11 +282,14 @@ pgss_ng_stmt_note_open_frames(void)
 {
 	int			i;
 
-	for (i = Min(nframes, PGSS_NG_MAX_FRAMES) - 1; i >= 0; i--)
-		note_frame(&frames[i]);
-	if (nframes > PGSS_NG_MAX_FRAMES)
-		notes_lost += nframes - PGSS_NG_MAX_FRAMES;
-	nframes = 0;
+	for (i = Min(pgss_ng_nframes, PGSS_NG_MAX_FRAMES) - 1; i >= 0; i--)
+		note_frame(&pgss_ng_frames[i]);
+	if (pgss_ng_nframes > PGSS_NG_MAX_FRAMES)
+	{
+		notes_lost += pgss_ng_nframes - PGSS_NG_MAX_FRAMES;
+		pgss_ng_frames_attention = true;
+	}
+	pgss_ng_nframes = 0;
 }
 
 /*

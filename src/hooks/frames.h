@@ -1,19 +1,79 @@
 /*-------------------------------------------------------------------------
  *
  * frames.h
- *	  Failure frames and notes (frames.c): the tracked statements in
- *	  progress in the hooks, and the failed executions noted while an
- *	  ERROR is in flight, waiting to become pending counts.  Backend-local;
- *	  knows nothing of shared memory or of the kind layer: stmt_backend.c
- *	  opens the frames (pgss_ng_stmt_begin) and merges the notes.
+ *	  Failure frames and notes (frames.c): the tracked hook calls in
+ *	  progress, and the failed executions noted while an ERROR is in
+ *	  flight, waiting to become pending counts.  Backend-local; knows
+ *	  nothing of shared memory or of the kind layer: stmt_backend.c merges
+ *	  the notes.
+ *
+ * A frame is a few stores, pushed inline by the hooks (no clock read, no
+ * function call): see frames.c for which calls note their failure where
+ * the ERROR passes and which from the abort callbacks.
  *
  * Locking: none.  Nothing declared here takes a lock, waits or raises an
  * ERROR.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGSS_NG_STMT_ERRORS_H
-#define PGSS_NG_STMT_ERRORS_H
+#ifndef PGSS_NG_FRAMES_H
+#define PGSS_NG_FRAMES_H
+
+#include "access/xact.h"
+#include "executor/execdesc.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+
+/* Frames kept (deeper ones are not recorded: their failures count as
+ * dropped). */
+#define PGSS_NG_MAX_FRAMES		64
+
+/*
+ * What a frame is the call of, and so where its failure is noted and how
+ * long the call ran until then:
+ *	  EXEC   ExecutorRun or ExecutorFinish: noted in the hook's PG_CATCH;
+ *			 the execution's run time so far from its totaltime (which
+ *			 the executor times anyway), earlier runs included
+ *	  TIMED  planning (with a PG_TRY: PostgreSQL 17 and later) or a
+ *			 utility statement: noted in the hook's PG_CATCH; the time
+ *			 since start
+ *	  PLAN   planning without a PG_TRY (before 17): noted by the abort
+ *			 callback (or an enclosing frame's PG_CATCH); the time since
+ *			 start
+ *	  START  ExecutorStart: as PLAN
+ *	  END    ExecutorEnd: as PLAN; the execution's run time (prior_ms)
+ * The executor's frames (EXEC, START, END) find their statement through
+ * their QueryDesc, which outlives the (sub)transaction's abort callbacks.
+ */
+typedef enum PgssNgFrameKind
+{
+	PGSS_NG_FRAME_EXEC,
+	PGSS_NG_FRAME_TIMED,
+	PGSS_NG_FRAME_PLAN,
+	PGSS_NG_FRAME_START,
+	PGSS_NG_FRAME_END
+} PgssNgFrameKind;
+
+/* frames noted by the abort callbacks: no PG_TRY in their hook */
+#define PGSS_NG_FRAME_ABORT_NOTED(kind) ((kind) >= PGSS_NG_FRAME_PLAN)
+
+/* A tracked hook call in progress. */
+typedef struct PgssNgFrame
+{
+	uint8		kind;			/* PgssNgFrameKind */
+	bool		toplevel;
+	Oid			userid;			/* at the call's start (a SECURITY DEFINER
+								 * function's ERROR leaves the user set) */
+	SubTransactionId subid;		/* PLAN, START, END: the subtransaction */
+	QueryDesc  *queryDesc;		/* EXEC, START, END: the statement */
+	/* TIMED, PLAN: */
+	uint64		queryid;
+	const char *query;			/* source string, valid during the call */
+	int			query_location;
+	int			query_len;
+	instr_time	start;			/* TIMED, PLAN, START: the call's start */
+	double		prior_ms;		/* END: the execution's run time, ms */
+} PgssNgFrame;
 
 /*
  * A failed execution waiting to be merged: the identity of its statement
@@ -32,14 +92,57 @@ typedef struct PgssNgFailureNote
 	int			textlen;
 } PgssNgFailureNote;
 
-/* frames, from the hooks (through pgss_ng_stmt_begin for the opening) */
-extern int	pgss_ng_stmt_open_frame(uint64 queryid, bool toplevel,
-									const char *query, int query_location,
-									int query_len, double prior_ms);
-extern void pgss_ng_stmt_end(int frame);
+/* the frame stack (frames.c): frames open, even past the array */
+extern PgssNgFrame pgss_ng_frames[PGSS_NG_MAX_FRAMES];
+extern int	pgss_ng_nframes;
+
+/*
+ * Set when failures were noted (or lost) since the last merge, and at
+ * start (the backend's exit sequence is not registered yet): the hooks
+ * then call pgss_ng_stmt_begin() at a statement's start.
+ */
+extern bool pgss_ng_frames_attention;
+
+/*
+ * pgss_ng_frame_push
+ *		Open a frame of kind for a tracked call; returns its number, for
+ *		pgss_ng_frame_pop() or pgss_ng_stmt_failed(), and sets *f to the
+ *		frame to fill (NULL past PGSS_NG_MAX_FRAMES: counted, not kept).
+ *		No ERROR.
+ */
+static inline int
+pgss_ng_frame_push(PgssNgFrame **f, PgssNgFrameKind kind, bool toplevel)
+{
+	int			n = pgss_ng_nframes++;
+
+	if (unlikely(n >= PGSS_NG_MAX_FRAMES))
+	{
+		*f = NULL;
+		return n;
+	}
+	*f = &pgss_ng_frames[n];
+	(*f)->kind = kind;
+	(*f)->toplevel = toplevel;
+	(*f)->userid = GetUserId();
+	return n;
+}
+
+/*
+ * pgss_ng_frame_pop
+ *		The call of frame returned normally: close it (and any frame above
+ *		it).
+ */
+static inline void
+pgss_ng_frame_pop(int frame)
+{
+	pgss_ng_nframes = frame;
+}
+
+/* in a hook's PG_CATCH: the call of frame ends in an ERROR */
 extern void pgss_ng_stmt_failed(int frame);
 
-/* at exit: the frames still open are statements a FATAL aborted */
+/* abort callbacks (from _PG_init) and, at exit, what a FATAL left open */
+extern void pgss_ng_frames_init(void);
 extern void pgss_ng_stmt_note_open_frames(void);
 
 /* the notes, for their merge (stmt_backend.c) */
@@ -47,4 +150,4 @@ extern bool pgss_ng_stmt_notes_waiting(void);
 extern bool pgss_ng_stmt_take_note(PgssNgFailureNote *note);
 extern int64 pgss_ng_stmt_take_notes_lost(void);
 
-#endif							/* PGSS_NG_STMT_ERRORS_H */
+#endif							/* PGSS_NG_FRAMES_H */

@@ -13,9 +13,13 @@
  * top-level statement).
  *
  * Beyond pg_stat_statements, each hook call that runs a tracked statement
- * opens a failure frame (frames.c): an ERROR passing through its
- * PG_CATCH counts one failed execution of the statement, then is
- * re-thrown.
+ * pushes a failure frame (frames.h: a few stores): an ERROR passing
+ * through the hook's PG_CATCH, where it has one (the PG_TRY blocks
+ * pg_stat_statements has), or an abort the call leaves open, counts one
+ * failed execution of the statement (frames.c).  The calls of a tracked
+ * statement read the clock as pg_stat_statements' do, plus once at
+ * ExecutorStart and at planning (the time of a failure there).  With
+ * pgss_ng.track_cpu off and no execution timed, no CPU function is called.
  *
  * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
  *
@@ -103,6 +107,36 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 	(PGSS_NG_ONE_NESTING_LEVEL && \
 	 !IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt))
 
+/*
+ * stmt_start
+ *		At the start of a tracked statement's call: the first of the
+ *		backend, or the first after failures were noted, goes through
+ *		pgss_ng_stmt_begin() (exit sequence, merge of the notes).
+ */
+static inline void
+stmt_start(void)
+{
+	if (unlikely(pgss_ng_frames_attention))
+		pgss_ng_stmt_begin();
+}
+
+/*
+ * frame_source
+ *		Fill the statement of a frame f (NULL past the frames kept) that is
+ *		not an executor call: queryid, and where its text is.
+ */
+static inline void
+frame_source(PgssNgFrame *f, uint64 queryid, const char *query,
+			 int query_location, int query_len)
+{
+	if (f == NULL)
+		return;
+	f->queryid = queryid;
+	f->query = query;
+	f->query_location = query_location;
+	f->query_len = query_len;
+}
+
 static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 									   JumbleState *jstate);
 static PlannedStmt *pgss_ng_planner(Query *parse, const char *query_string,
@@ -139,6 +173,8 @@ pgss_ng_hooks_init(void)
 							   "pgss_ng.track_planning",
 							   "Selects whether planning duration is tracked by pgss_ng.",
 							   &pgss_ng_track_planning, false, PGC_SUSET);
+
+	pgss_ng_frames_init();
 
 	prev_post_parse_analyze_hook = post_parse_analyze_hook;
 	post_parse_analyze_hook = pgss_ng_post_parse_analyze;
@@ -275,11 +311,12 @@ next_planner_nested(int *level, Query *parse, const char *query_string,
 
 /*
  * pgss_ng_planner
- *		For a tracked statement (query string, non-zero queryId): open a
- *		failure frame around the planning (frames.c), and time it
- *		when track_planning is on.  Duration in ms; buffer and WAL usage
- *		of the planning itself.  An ERROR raised while planning counts as
- *		a failed execution of the statement and is re-thrown.
+ *		For a tracked statement (query string, non-zero queryId): push a
+ *		failure frame around the planning (frames.h), and time it when
+ *		track_planning is on.  Duration in ms; buffer and WAL usage of the
+ *		planning itself.  An ERROR raised while planning counts as a failed
+ *		execution of the statement: noted in the PG_CATCH of the raised
+ *		level where there is one, else by the abort (frames.c).
  *
  * While planning, the planner level is raised (from PostgreSQL 17 the one
  * nesting level, timed or not; before, the planner level while timed; see
@@ -294,6 +331,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 	PgssNgMeasure m;
 	bool		timed;
 	int		   *level;
+	PgssNgFrame *f;
 	int			frame;
 
 	if (!(pgss_ng_stmt_ready() &&
@@ -308,33 +346,50 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 	}
 
+	stmt_start();
 	timed = pgss_ng_track_planning;
 	level = PGSS_NG_ONE_NESTING_LEVEL ? &exec_nested_level :
 		timed ? &plan_nested_level : NULL;
-	frame = pgss_ng_stmt_begin(parse->queryId, exec_nested_level == 0,
-							   query_string, parse->stmt_location,
-							   parse->stmt_len, 0);
 	if (timed)
 		pgss_ng_measure_start(&m);
 	else
 		pgss_ng_cpu_other_call();
-
-	PG_TRY();
+	frame = pgss_ng_frame_push(&f,
+							   level ? PGSS_NG_FRAME_TIMED : PGSS_NG_FRAME_PLAN,
+							   exec_nested_level == 0);
+	frame_source(f, parse->queryId, query_string, parse->stmt_location,
+				 parse->stmt_len);
+	if (f != NULL)
 	{
-		if (level)
-			result = next_planner_nested(level, parse, query_string,
-										 cursorOptions, boundParams);
+		if (timed)
+			f->start = m.start;
 		else
+			INSTR_TIME_SET_CURRENT(f->start);
+		if (level == NULL)
+			f->subid = GetCurrentSubTransactionId();
+	}
+
+	if (level)
+	{
+		(*level)++;
+		PG_TRY();
+		{
 			result = next_planner(parse, query_string, cursorOptions,
 								  boundParams);
+		}
+		PG_CATCH();
+		{
+			(*level)--;
+			pgss_ng_stmt_failed(frame);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		(*level)--;
 	}
-	PG_CATCH();
-	{
-		pgss_ng_stmt_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	pgss_ng_stmt_end(frame);
+	else
+		result = next_planner(parse, query_string, cursorOptions,
+							  boundParams);
+	pgss_ng_frame_pop(frame);
 	pgss_ng_planid_planned(result);
 
 	if (timed)
@@ -356,35 +411,37 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
- * begin_exec_frame
- *		Open a failure frame (frames.c) for an executor call of a
- *		statement at the current nesting level, with the run time it had
- *		before (ms, from totaltime when there is one).
- */
-static int
-begin_exec_frame(QueryDesc *queryDesc)
-{
-	double		prior_ms = 0;
-
-	if (queryDesc->totaltime)
-		prior_ms = INSTR_TIME_GET_MILLISEC(queryDesc->totaltime->counter);
-	return pgss_ng_stmt_begin(queryDesc->plannedstmt->queryId,
-							  exec_nested_level == 0, queryDesc->sourceText,
-							  queryDesc->plannedstmt->stmt_location,
-							  queryDesc->plannedstmt->stmt_len, prior_ms);
-}
-
-/*
  * exec_tracked
  *		Does this executor call run a statement that ExecutorEnd will
  *		record (at the current nesting level)?
  */
-static bool
+static inline bool
 exec_tracked(QueryDesc *queryDesc)
 {
 	return pgss_ng_stmt_ready() &&
 		queryDesc->plannedstmt->queryId != UINT64CONST(0) &&
 		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level);
+}
+
+/*
+ * exec_frame
+ *		Push the failure frame of an executor call of a tracked statement
+ *		that notes no failure where the ERROR passes (ExecutorStart,
+ *		ExecutorEnd), with its subtransaction for the abort (frames.c).
+ *		Returns the frame (NULL: past the frames kept).
+ */
+static inline PgssNgFrame *
+exec_frame(int *frame, PgssNgFrameKind kind, QueryDesc *queryDesc)
+{
+	PgssNgFrame *f;
+
+	*frame = pgss_ng_frame_push(&f, kind, exec_nested_level == 0);
+	if (f != NULL)
+	{
+		f->queryDesc = queryDesc;
+		f->subid = GetCurrentSubTransactionId();
+	}
+	return f;
 }
 
 /*
@@ -404,8 +461,8 @@ next_ExecutorStart(QueryDesc *queryDesc, int eflags)
  * pgss_ng_ExecutorStart
  *		Ask the executor for instrumentation of tracked statements; the
  *		Instrumentation lives in the query's memory context.  An ERROR in
- *		the executor's start-up counts as a failed execution (frame of
- *		frames.c) and is re-thrown.  With pgss_ng.track_cpu, the
+ *		the executor's start-up counts as a failed execution (its frame
+ *		noted by the abort, frames.c).  With pgss_ng.track_cpu, the
  *		execution's CPU time is counted from before its start-up
  *		(pg_stat_kcache counts ExecutorStart to ExecutorEnd), only while
  *		the executor runs it (measure.c).  In a parallel worker: its CPU
@@ -414,9 +471,9 @@ next_ExecutorStart(QueryDesc *queryDesc, int eflags)
 static void
 pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
-	bool		tracked;
 	bool		cpu;
 	PgssNgCpuTime start;
+	PgssNgFrame *f;
 	int			frame;
 
 	if (IsParallelWorker())
@@ -426,34 +483,25 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		return;
 	}
 
-	tracked = pgss_ng_stmt_ready() &&
-		pgss_ng_enabled(exec_nested_level) &&
-		queryDesc->plannedstmt->queryId != UINT64CONST(0);
-
-	if (!tracked)
+	if (!(pgss_ng_stmt_ready() && pgss_ng_enabled(exec_nested_level) &&
+		  queryDesc->plannedstmt->queryId != UINT64CONST(0)))
 	{
 		pgss_ng_cpu_other_call();
 		next_ExecutorStart(queryDesc, eflags);
 		return;
 	}
 
+	stmt_start();
 	cpu = pgss_ng_cpu_enabled();
 	if (cpu)
 		pgss_ng_cpu_exec_starting(&start);
 	else
 		pgss_ng_cpu_other_call();
-	frame = begin_exec_frame(queryDesc);
-	PG_TRY();
-	{
-		next_ExecutorStart(queryDesc, eflags);
-	}
-	PG_CATCH();
-	{
-		pgss_ng_stmt_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	pgss_ng_stmt_end(frame);
+	f = exec_frame(&frame, PGSS_NG_FRAME_START, queryDesc);
+	if (f != NULL)
+		INSTR_TIME_SET_CURRENT(f->start);
+	next_ExecutorStart(queryDesc, eflags);
+	pgss_ng_frame_pop(frame);
 
 	if (queryDesc->totaltime == NULL)
 	{
@@ -468,84 +516,92 @@ pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
 }
 
 /*
- * call_in_exec_frame
- *		Run call (the next ExecutorRun or ExecutorFinish) one nesting level
- *		deeper, the execution's CPU time counting meanwhile (measure.c).
- *		For a tracked statement, a run that ends in an ERROR (e.g. from an
- *		AFTER trigger in ExecutorFinish) counts as a failed execution, its
- *		earlier runs' time included, before the ERROR is re-thrown;
- *		otherwise the frame just ends.
+ * run_frame
+ *		Push the failure frame of an ExecutorRun or ExecutorFinish of a
+ *		tracked statement, whose time the execution's totaltime gives;
+ *		-1 for another statement's.
+ */
+static inline int
+run_frame(QueryDesc *queryDesc)
+{
+	PgssNgFrame *f;
+	int			frame;
+
+	if (!exec_tracked(queryDesc))
+		return -1;
+	frame = pgss_ng_frame_push(&f, PGSS_NG_FRAME_EXEC,
+							   exec_nested_level == 0);
+	if (f != NULL)
+		f->queryDesc = queryDesc;
+	return frame;
+}
+
+/*
+ * pgss_ng_ExecutorRun / pgss_ng_ExecutorFinish
+ *		Run the next hook one nesting level deeper, the execution's CPU time
+ *		counting meanwhile when it is timed (measure.c).  For a tracked
+ *		statement, a run that ends in an ERROR (e.g. from an AFTER trigger
+ *		in ExecutorFinish) counts as a failed execution, its earlier runs'
+ *		time included, before the ERROR is re-thrown.
  */
 static void
-call_in_exec_frame(QueryDesc *queryDesc,
-				   void (*call) (QueryDesc *queryDesc, void *arg), void *arg)
+pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 {
-	bool		tracked = exec_tracked(queryDesc);
-	int			frame = tracked ? begin_exec_frame(queryDesc) : 0;
+	int			frame = run_frame(queryDesc);
 
-	pgss_ng_cpu_exec_enter(queryDesc);
+	if (pgss_ng_cpu_timing())
+		pgss_ng_cpu_exec_enter(queryDesc);
 	exec_nested_level++;
 	PG_TRY();
 	{
-		call(queryDesc, arg);
+		if (prev_ExecutorRun)
+			prev_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
+		else
+			standard_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
 	}
 	PG_CATCH();
 	{
 		exec_nested_level--;
-		if (tracked)
+		if (frame >= 0)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	exec_nested_level--;
-	if (tracked)
-		pgss_ng_stmt_end(frame);
-	pgss_ng_cpu_exec_leave(queryDesc);
+	if (frame >= 0)
+		pgss_ng_frame_pop(frame);
+	if (pgss_ng_cpu_timing())
+		pgss_ng_cpu_exec_leave(queryDesc);
 }
 
-/* call_in_exec_frame's call for ExecutorRun; arg is a PgssNgRunArgs. */
-static void
-call_executor_run(QueryDesc *queryDesc, void *arg)
-{
-	PgssNgRunArgs *run = (PgssNgRunArgs *) arg;
-
-	if (prev_ExecutorRun)
-		prev_ExecutorRun(PGSS_NG_RUN_ARGS_CALL(*run));
-	else
-		standard_ExecutorRun(PGSS_NG_RUN_ARGS_CALL(*run));
-}
-
-/* call_in_exec_frame's call for ExecutorFinish. */
-static void
-call_executor_finish(QueryDesc *queryDesc, void *arg)
-{
-	if (prev_ExecutorFinish)
-		prev_ExecutorFinish(queryDesc);
-	else
-		standard_ExecutorFinish(queryDesc);
-}
-
-/*
- * pgss_ng_ExecutorRun
- *		Track nesting depth and failed executions (call_in_exec_frame).
- */
-static void
-pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
-{
-	PgssNgRunArgs run;
-
-	PGSS_NG_RUN_ARGS_SAVE(run);
-	call_in_exec_frame(queryDesc, call_executor_run, &run);
-}
-
-/*
- * pgss_ng_ExecutorFinish
- *		Track nesting depth and failed executions (call_in_exec_frame).
- */
 static void
 pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 {
-	call_in_exec_frame(queryDesc, call_executor_finish, NULL);
+	int			frame = run_frame(queryDesc);
+
+	if (pgss_ng_cpu_timing())
+		pgss_ng_cpu_exec_enter(queryDesc);
+	exec_nested_level++;
+	PG_TRY();
+	{
+		if (prev_ExecutorFinish)
+			prev_ExecutorFinish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+	}
+	PG_CATCH();
+	{
+		exec_nested_level--;
+		if (frame >= 0)
+			pgss_ng_stmt_failed(frame);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	exec_nested_level--;
+	if (frame >= 0)
+		pgss_ng_frame_pop(frame);
+	if (pgss_ng_cpu_timing())
+		pgss_ng_cpu_exec_leave(queryDesc);
 }
 
 /*
@@ -565,27 +621,29 @@ next_ExecutorEnd(QueryDesc *queryDesc)
  * pgss_ng_ExecutorEnd
  *		Record the execution (time in ms, rows, buffers, WAL, JIT, from
  *		PostgreSQL 18 parallel workers, and CPU time if it was timed) and,
- *		at top level, flush the backend's pending counters.
+ *		at top level, flush what this backend holds pending.
  *
  * What is recorded is copied from the QueryDesc and its EState before
  * the next ExecutorEnd frees them, and recorded after it: the CPU time
  * counts the executor's shut-down too, and with it the end of any
- * parallel worker still running.  An ERROR raised by the next ExecutorEnd
- * counts as a failed execution (frame of frames.c) and is
- * re-thrown.  In a parallel worker: its CPU time, for its leader
- * (pgss_ng_cpu_worker_end).
+ * parallel worker still running, and an ERROR raised by the next
+ * ExecutorEnd counts as a failed execution instead (its frame noted by
+ * the abort, frames.c).  In a parallel worker: its CPU time, for its
+ * leader (pgss_ng_cpu_worker_end).
  */
 static void
 pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 {
 	PlannedStmt *pstmt = queryDesc->plannedstmt;
 	EState	   *estate = queryDesc->estate;
+	Instrumentation *totaltime = queryDesc->totaltime;
 	PgssNgCpuEnding ending;
-	bool		cpu_timed;
-	Instrumentation totaltime;
-	JitInstrumentation jit;
-	PgssNgParallelWorkers *parallel = NULL;
+	bool		cpu_timed = false;
 	PgssNgCpuTime cpu;
+	BufferUsage bufusage;
+	WalUsage	walusage;
+	JitInstrumentation jit;
+	PgssNgFrame *f;
 	int			frame;
 #if PGSS_NG_HAVE_PARALLEL_WORKERS
 	PgssNgParallelWorkers workers;
@@ -598,9 +656,10 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		return;
 	}
 
-	cpu_timed = pgss_ng_cpu_exec_ending(queryDesc, &ending);
+	if (pgss_ng_cpu_timing())
+		cpu_timed = pgss_ng_cpu_exec_ending(queryDesc, &ending);
 	if (!(pgss_ng_stmt_ready() && pstmt->queryId != UINT64CONST(0) &&
-		  queryDesc->totaltime && pgss_ng_enabled(exec_nested_level)))
+		  totaltime && pgss_ng_enabled(exec_nested_level)))
 	{
 		if (exec_nested_level == 0)
 			pgss_ng_flush();
@@ -608,44 +667,44 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		return;
 	}
 
-	frame = begin_exec_frame(queryDesc);
-	InstrEndLoop(queryDesc->totaltime);
-	totaltime = *queryDesc->totaltime;
+	InstrEndLoop(totaltime);
+	bufusage = totaltime->bufusage;
+	walusage = totaltime->walusage;
 	if (estate->es_jit)
 		jit = estate->es_jit->instr;
 #if PGSS_NG_HAVE_PARALLEL_WORKERS
 	workers.to_launch = PGSS_NG_PARALLEL_WORKERS_TO_LAUNCH(estate);
 	workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
-	parallel = &workers;
 #endif
 	{
-		PgssNgStore s = {
-			.query = queryDesc->sourceText,
-			.query_location = pstmt->stmt_location,
-			.query_len = pstmt->stmt_len,
-			.queryid = pstmt->queryId,
-			.toplevel = exec_nested_level == 0,
-			.phase = PGSS_NG_EXEC,
-			.total_time = totaltime.total * 1000.0,
-			.rows = PGSS_NG_ES_ROWS(estate),
-			.bufusage = &totaltime.bufusage,
-			.walusage = &totaltime.walusage,
-			.jitusage = estate->es_jit ? &jit : NULL,
-			.parallel = parallel,
-			.planid = pgss_ng_planid_exec(queryDesc, exec_nested_level == 0),
-		};
+		PgssNgStore s;
 
-		PG_TRY();
-		{
-			next_ExecutorEnd(queryDesc);
-		}
-		PG_CATCH();
-		{
-			pgss_ng_stmt_failed(frame);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		pgss_ng_stmt_end(frame);
+		/* every field, without a designated initializer's memset */
+		s.query = queryDesc->sourceText;
+		s.query_location = pstmt->stmt_location;
+		s.query_len = pstmt->stmt_len;
+		s.queryid = pstmt->queryId;
+		s.toplevel = exec_nested_level == 0;
+		s.jstate = NULL;
+		s.phase = PGSS_NG_EXEC;
+		s.total_time = totaltime->total * 1000.0;
+		s.rows = PGSS_NG_ES_ROWS(estate);
+		s.bufusage = &bufusage;
+		s.walusage = &walusage;
+		s.jitusage = estate->es_jit ? &jit : NULL;
+#if PGSS_NG_HAVE_PARALLEL_WORKERS
+		s.parallel = &workers;
+#else
+		s.parallel = NULL;
+#endif
+		s.cpu = NULL;
+		s.planid = pgss_ng_planid_exec(queryDesc, exec_nested_level == 0);
+
+		f = exec_frame(&frame, PGSS_NG_FRAME_END, queryDesc);
+		if (f != NULL)
+			f->prior_ms = s.total_time;
+		next_ExecutorEnd(queryDesc);
+		pgss_ng_frame_pop(frame);
 
 		if (cpu_timed)
 		{
@@ -666,7 +725,8 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
  *		level.
  *
  * A recorded utility statement that ends in an ERROR counts as a failed
- * execution (frame of frames.c) before the ERROR is re-thrown.
+ * execution (its frame noted in the PG_CATCH, frames.c) before the ERROR
+ * is re-thrown.
  *
  * Like pg_stat_statements, a tracked utility statement's queryId is set
  * to zero before the statement runs, so that a cached PlannedStmt that is
@@ -694,9 +754,10 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	int			saved_stmt_location = pstmt->stmt_location;
 	int			saved_stmt_len = pstmt->stmt_len;
 	PlannedStmt next_pstmt = *pstmt;	/* for the next hook, if tracked */
-	bool		tracked;
+	volatile bool tracked;		/* read after PG_TRY */
 	PgssNgMeasure m;
-	volatile int frame;			/* read in PG_CATCH */
+	PgssNgFrame *f;
+	volatile int frame = -1;	/* read in PG_CATCH */
 
 	tracked = pgss_ng_stmt_ready() &&
 		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
@@ -732,10 +793,17 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
-	frame = saved_queryId != UINT64CONST(0) ?
-		pgss_ng_stmt_begin(saved_queryId, exec_nested_level == 0, queryString,
-						   saved_stmt_location, saved_stmt_len, 0) : -1;
+	stmt_start();
 	pgss_ng_measure_start(&m);
+	if (saved_queryId != UINT64CONST(0))
+	{
+		frame = pgss_ng_frame_push(&f, PGSS_NG_FRAME_TIMED,
+								   exec_nested_level == 0);
+		frame_source(f, saved_queryId, queryString, saved_stmt_location,
+					 saved_stmt_len);
+		if (f != NULL)
+			f->start = m.start;
+	}
 
 	exec_nested_level++;
 	PG_TRY();
@@ -753,7 +821,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	PG_END_TRY();
 	exec_nested_level--;
 	if (frame >= 0)
-		pgss_ng_stmt_end(frame);
+		pgss_ng_frame_pop(frame);
 
 	pgss_ng_measure_stop(&m);
 	{

@@ -106,7 +106,10 @@ static QueryDesc *worker_query = NULL;
 static struct rusage worker_start;
 
 /* pgss_ng.track_cpu */
-static bool track_cpu = false;
+bool		pgss_ng_track_cpu = false;
+
+/* the runs in cpu_runs */
+int			pgss_ng_cpu_nruns = 0;
 
 /*
  * pgss_ng_cpu_init
@@ -119,18 +122,11 @@ pgss_ng_cpu_init(void)
 							 "Selects whether the CPU time of planning and "
 							 "execution is tracked by pgss_ng.",
 							 NULL,
-							 &track_cpu,
+							 &pgss_ng_track_cpu,
 							 false,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
-}
-
-/* Is pgss_ng.track_cpu on? */
-bool
-pgss_ng_cpu_enabled(void)
-{
-	return track_cpu;
 }
 
 /* ms of a struct timeval */
@@ -235,6 +231,7 @@ run_unlink(CpuRun *r)
 {
 	run_set(r, false, false);
 	dlist_delete(&r->node);
+	pgss_ng_cpu_nruns--;
 	r->queryDesc = NULL;
 }
 
@@ -254,12 +251,12 @@ run_forget(void *arg)
 }
 
 /*
- * pgss_ng_cpu_other_call
+ * pgss_ng_cpu_stop_idle
  *		A hook call of a statement that is not timed here begins: stop the
  *		idle runs (one getrusage() if there are any).
  */
 void
-pgss_ng_cpu_other_call(void)
+pgss_ng_cpu_stop_idle(void)
 {
 	PgssNgCpuTime now;
 	bool		have_now = false;
@@ -302,6 +299,7 @@ pgss_ng_cpu_exec_started(QueryDesc *queryDesc, const PgssNgCpuTime *start)
 	r->cb.arg = r;
 	MemoryContextRegisterResetCallback(cxt, &r->cb);
 	dlist_push_head(&cpu_runs, &r->node);
+	pgss_ng_cpu_nruns++;
 	run_set(r, true, false);
 }
 

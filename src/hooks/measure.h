@@ -53,7 +53,28 @@ extern void pgss_ng_measure_stop(PgssNgMeasure *m);
 extern void pgss_ng_cpu_init(void);
 extern Size pgss_ng_cpu_shmem_size(void);
 extern void pgss_ng_cpu_shmem_startup(void);
-extern bool pgss_ng_cpu_enabled(void);
+
+/* pgss_ng.track_cpu, and the executions being timed (measure.c) */
+extern bool pgss_ng_track_cpu;
+extern int	pgss_ng_cpu_nruns;
+
+/* Is pgss_ng.track_cpu on? */
+static inline bool
+pgss_ng_cpu_enabled(void)
+{
+	return pgss_ng_track_cpu;
+}
+
+/*
+ * pgss_ng_cpu_timing
+ *		Are executions being timed (track_cpu on now or when they started)?
+ *		Without, the hooks skip every CPU call below.
+ */
+static inline bool
+pgss_ng_cpu_timing(void)
+{
+	return pgss_ng_cpu_nruns > 0;
+}
 
 /* an execution's CPU time, from the executor hooks of the backend */
 extern void pgss_ng_cpu_exec_starting(PgssNgCpuTime *start);
@@ -65,7 +86,19 @@ extern bool pgss_ng_cpu_exec_ending(QueryDesc *queryDesc,
 									PgssNgCpuEnding *ending);
 extern void pgss_ng_cpu_exec_ended(const PgssNgCpuEnding *ending,
 								   PgssNgCpuTime *out);
-extern void pgss_ng_cpu_other_call(void);
+extern void pgss_ng_cpu_stop_idle(void);
+
+/*
+ * pgss_ng_cpu_other_call
+ *		A hook call of a statement that is not timed here begins: stop the
+ *		idle runs (pgss_ng_cpu_stop_idle), if executions are timed at all.
+ */
+static inline void
+pgss_ng_cpu_other_call(void)
+{
+	if (unlikely(pgss_ng_cpu_timing()))
+		pgss_ng_cpu_stop_idle();
+}
 
 /* a parallel worker's CPU time, added to its leader's slot */
 extern void pgss_ng_cpu_worker_start(QueryDesc *queryDesc);

@@ -52,12 +52,14 @@
 #define PGSS_NG_KIND_H
 
 #include "datatype/timestamp.h"
+#include "miscadmin.h"
 #include "lib/dshash.h"
 #include "lib/ilist.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "utils/dsa.h"
 #include "utils/hsearch.h"
+#include "utils/resowner.h"
 
 /* Backend-local handle of a kind; its fields are the layer's own. */
 typedef struct PgssNgKind PgssNgKind;
@@ -66,7 +68,8 @@ typedef struct PgssNgKind PgssNgKind;
  * A backend's reference to one shared entry, with its pending data: what
  * pgss_ng_kind_get_pending() returns and a flush callback receives (core's
  * PgStat_EntryRef).  Valid until the pending data is flushed; the fields
- * after pending_since are the layer's own.
+ * after pending_since are the layer's own.  pgss_ng_kind_lock_key() fills
+ * one on its caller's stack, for an entry it locked without pending data.
  */
 typedef struct PgssNgEntryRef
 {
@@ -79,12 +82,23 @@ typedef struct PgssNgEntryRef
 	/* private to the layer */
 	dsa_pointer body;
 	struct PgssNgBodyHeader *hdr;
+	bool		pinned;			/* holds a reference (always, but for
+								 * pgss_ng_kind_lock_key of an entry found) */
+	bool		created;		/* pgss_ng_kind_lock_key made the entry */
 	uint8		removed;		/* set by pgss_ng_kind_lock_entry */
 	TimestampTz flush_time;		/* the flush's time, read under the entry
 								 * lock: the usage decay, the kind's stamp */
 	uint32		hash;			/* the key's hash in the pending hash */
 	dlist_node	node;			/* in the kind's pending_list */
 } PgssNgEntryRef;
+
+/* result of pgss_ng_kind_lock_key */
+typedef enum PgssNgLockKey
+{
+	PGSS_NG_KEY_LOCKED,			/* the entry lock is held */
+	PGSS_NG_KEY_BUSY,			/* busy: a reference is held instead */
+	PGSS_NG_KEY_FAILED			/* no entry could be made */
+} PgssNgLockKey;
 
 /*
  * Kind description, the equivalent of PgStat_KindInfo.  All callbacks are
@@ -108,6 +122,16 @@ typedef struct PgssNgKindDesc
 								 * all); the kind makes the rest valid
 								 * itself before reading it */
 	int			max_pending;	/* flush early past this many pending */
+
+	/*
+	 * Optional: the hash of a key and its comparison (dshash's signatures;
+	 * 0 from compare_fn when equal), for the shared and the pending hash:
+	 * cheaper ones than the default (XXH3 and memcmp of the key's bytes)
+	 * for a kind whose key holds a hash already.  The same in every
+	 * process.
+	 */
+	dshash_hash_function hash_fn;
+	dshash_compare_function compare_fn;
 
 	/*
 	 * Merge ref->pending into ref->shared_data.  Lock the entry with
@@ -192,8 +216,51 @@ typedef enum PgssNgCreateResult
  * the work and writes its results back into the struct.
  */
 typedef void (*PgssNgGuardedFn) (void *arg);
+
 extern bool pgss_ng_kind_guard(PgssNgKind *kind, const char *what,
 							   PgssNgGuardedFn fn, void *arg);
+
+/* the guard's state (kind_guard.c): guarded calls in progress, and the
+ * InterruptHoldoffCount seen when the outermost one began */
+extern int	pgss_ng_guard_depth;
+extern uint32 pgss_ng_guard_holdoff;
+extern void pgss_ng_kind_guard_caught(PgssNgKind *kind, MemoryContext oldcxt,
+									  ResourceOwner oldowner,
+									  const char *what);
+
+/*
+ * PGSS_NG_GUARD_BEGIN(kind) ... PGSS_NG_GUARD_END(kind, what, failed)
+ *		pgss_ng_kind_guard() written around a block of code instead of a
+ *		function, for the hot path, where the call through a function
+ *		pointer with its argument struct costs as much again as the guard
+ *		(GCC does not inline a function that calls setjmp).  The block
+ *		must not leave by return, break or goto; after an ERROR, logged
+ *		and swallowed, the statement failed runs.  What the block sets and
+ *		the code after it reads must be volatile, as in any PG_TRY.
+ */
+#define PGSS_NG_GUARD_BEGIN(kind) \
+	do { \
+		MemoryContext pgss_ng_guard_cxt_ = CurrentMemoryContext; \
+		ResourceOwner pgss_ng_guard_owner_ = CurrentResourceOwner; \
+		\
+		if (pgss_ng_guard_depth++ == 0) \
+			pgss_ng_guard_holdoff = InterruptHoldoffCount; \
+		CurrentResourceOwner = NULL; \
+		PG_TRY(); \
+		{
+
+#define PGSS_NG_GUARD_END(kind, what, failed) \
+			CurrentResourceOwner = pgss_ng_guard_owner_; \
+			pgss_ng_guard_depth--; \
+		} \
+		PG_CATCH(); \
+		{ \
+			pgss_ng_kind_guard_caught((kind), pgss_ng_guard_cxt_, \
+									  pgss_ng_guard_owner_, (what)); \
+			failed; \
+		} \
+		PG_END_TRY(); \
+	} while (0)
 
 /* set-up, in the postmaster (kind_shmem.c) */
 extern PgssNgKind *pgss_ng_kind_define(const PgssNgKindDesc *desc);
@@ -222,6 +289,13 @@ extern PgssNgEntryRef *pgss_ng_kind_get_pending(PgssNgKind *kind,
 												 const void *key,
 												 PgssNgInitSharedFn init,
 												 void *arg);
+extern void *pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key);
+extern int	pgss_ng_kind_pending_limit(PgssNgKind *kind);
+extern PgssNgLockKey pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
+										   PgssNgInitSharedFn init, void *arg,
+										   PgssNgEntryRef *ref);
+extern void pgss_ng_kind_unlock_key(PgssNgEntryRef *ref, double uses);
+extern PgssNgEntryRef *pgss_ng_kind_keep_pending(PgssNgEntryRef *ref);
 extern bool pgss_ng_kind_flush(PgssNgKind *kind, bool force);
 extern bool pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait);
 extern void pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses);

@@ -58,6 +58,18 @@
 #include "kind_int.h"
 
 /*
+ * pending_hash
+ *		The hash of key in the backend's pending hash: the shared hash's
+ *		function (the kind's own, desc->hash_fn, when it has one), not
+ *		dynahash's; every lookup of the pending hash passes it.
+ */
+static inline uint32
+pending_hash(PgssNgKind *kind, const void *key)
+{
+	return kind->hash_params.hash_function(key, kind->desc->key_size, NULL);
+}
+
+/*
  * find_ref
  *		Look key up; if found, optionally take a reference (under the
  *		partition lock, which makes the refcount safe against removals) and
@@ -89,9 +101,9 @@ find_ref(PgssNgKind *kind, const void *key, bool want_ref,
  *		entries_allocated by one unless it has reached kind_backstop(),
  *		with a compare-and-exchange loop, so that the bound is exact
  *		without a lock however many backends create at once.  Returns
- *		false (and counts a backstop skip) when the backstop is reached.
- *		The caller gives the slot back (kind_free_body, or a decrement)
- *		if it does not publish a body.  No lock; no ERROR.
+ *		false when the backstop is reached (the caller counts the skip if
+ *		it gives up).  The caller gives the slot back (kind_free_body, or a
+ *		decrement) if it does not publish a body.  No lock; no ERROR.
  */
 static bool
 admit_body(PgssNgKind *kind)
@@ -103,10 +115,7 @@ admit_body(PgssNgKind *kind)
 	do
 	{
 		if (n >= backstop)
-		{
-			pg_atomic_fetch_add_u64(&ctl->backstop_skips, 1);
 			return false;
-		}
 	} while (!pg_atomic_compare_exchange_u32(&ctl->entries_allocated, &n,
 											 n + 1));
 	return true;
@@ -347,6 +356,9 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
  * Creation takes no lock of its own (create_body), at max or below: a
  * backend that finds another one evicting goes on with its statement, and
  * the backstop bounds what is created meanwhile, exactly (admit_body).
+ * Only at the backstop, with live entries past max, does a creator wait
+ * for the eviction in progress (<name>_dealloc shared) and evict before
+ * its second and last try; a refusal counts one backstop skip.
  * Errors: none raised by this layer; an ERROR from eviction, init or dsa
  * mapping propagates (locks released by the caller's guard).
  */
@@ -359,12 +371,31 @@ lookup_or_create(PgssNgKind *kind, const void *key,
 	CreateArgs	ca = {.kind = kind, .key = key, .init = init, .arg = arg,
 	.want_ref = want_ref, .usage = usage};
 
+	PgssNgCreateResult r;
+
 	if (find_ref(kind, key, want_ref, body_out, hdr_out))
 		return PGSS_NG_EXISTS;
 
 	pgss_ng_kind_evict(kind);
+	r = create_body(kind, &ca, body_out, hdr_out);
 
-	return create_body(kind, &ca, body_out, hdr_out);
+	/*
+	 * At the backstop with more live entries than max, eviction lags behind
+	 * creations (many backends making entries at once, while one run
+	 * evicts what was past max when it began): wait for the run in
+	 * progress, evict, and try once more, rather than drop the count.
+	 */
+	if (r == PGSS_NG_FULL &&
+		pg_atomic_read_u32(&kind->ctl->entries_live) > (uint32) kind_max(kind))
+	{
+		LWLockAcquire(kind->dealloc_lock, LW_SHARED);
+		LWLockRelease(kind->dealloc_lock);
+		pgss_ng_kind_evict(kind);
+		r = create_body(kind, &ca, body_out, hdr_out);
+	}
+	if (r == PGSS_NG_FULL)
+		pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips, 1);
+	return r;
 }
 
 /*
@@ -384,7 +415,9 @@ pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 
 	if (kind->npending > 0)
 	{
-		void	   *pe = hash_search(kind->pending, key, HASH_FIND, NULL);
+		void	   *pe = hash_search_with_hash_value(kind->pending, key,
+														pending_hash(kind, key),
+														HASH_FIND, NULL);
 
 		if (pe != NULL && PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_LIVE)
 			return true;
@@ -417,16 +450,25 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 }
 
 /*
- * max_pending
- *		Pending entries a backend may hold before an early flush:
- *		desc->max_pending, but at most a quarter of max, so that a few
- *		backends holding references (which keep evicted bodies allocated)
- *		cannot fill the backstop of a small table on their own.
+ * pgss_ng_kind_pending_limit
+ *		Pending entries (each holding a reference) this backend may hold
+ *		before an early flush: desc->max_pending, but at most this
+ *		backend's share of half the backstop's headroom (backstop - max,
+ *		shared by the attached backends).  A referenced entry cannot be
+ *		evicted, so the references of all backends together stay within
+ *		half the headroom, and eviction keeps the bodies below the
+ *		backstop however many backends hold pending counts.  0: no share
+ *		at all, count straight into the shared entry (pgss_ng_kind_push).
+ *		Atomic reads; no lock.
  */
-static int
-max_pending(PgssNgKind *kind)
+int
+pgss_ng_kind_pending_limit(PgssNgKind *kind)
 {
-	return Max(1, Min(kind->desc->max_pending, kind_max(kind) / 4));
+	int			headroom = kind_backstop(kind) - kind_max(kind);
+	uint32		nattached = pg_atomic_read_u32(&kind->ctl->nattached);
+
+	return Min(kind->desc->max_pending,
+			   headroom / (2 * (int) Max(nattached, 1)));
 }
 
 /*
@@ -480,16 +522,25 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
  *		uses the pending data represents) to the entry's usage, its value
  *		for eviction, decayed to the flush's time (ref->flush_time, read
  *		by pgss_ng_kind_lock_entry), and release the entry lock taken by
- *		pgss_ng_kind_lock_entry().
+ *		pgss_ng_kind_lock_entry().  Within PGSS_NG_USAGE_DECAY_STEP_US of
+ *		its last decay (or before it: a clock read just before ours in
+ *		another backend) the uses are added to the usage as it stands, to
+ *		decay from that time: a hot entry's flushes compute the decay
+ *		once per step, not each.
  */
 void
 pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
 {
 	PgssNgBodyHeader *hdr = ref->hdr;
 
-	hdr->usage = kind_decayed_usage(hdr->usage, hdr->usage_time,
-									ref->flush_time) + uses;
-	hdr->usage_time = Max(hdr->usage_time, ref->flush_time);
+	if (ref->flush_time - hdr->usage_time < PGSS_NG_USAGE_DECAY_STEP_US)
+		hdr->usage += uses;
+	else
+	{
+		hdr->usage = kind_decayed_usage(hdr->usage, hdr->usage_time,
+										ref->flush_time) + uses;
+		hdr->usage_time = ref->flush_time;
+	}
 	LWLockRelease(&hdr->lock);
 }
 
@@ -567,6 +618,214 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
 }
 
 /*
+ * make_room
+ *		Before a new pending entry: flush everything pending if this
+ *		backend holds its limit already (pgss_ng_kind_pending_limit, at
+ *		least one entry), without waiting first, then waiting if that left
+ *		too many.  Errors: those of the flush.
+ */
+static void
+make_room(PgssNgKind *kind)
+{
+	int			limit = Max(1, pgss_ng_kind_pending_limit(kind));
+
+	if (kind->npending >= limit &&
+		pgss_ng_kind_flush(kind, false) &&
+		kind->npending >= limit)
+		pgss_ng_kind_flush(kind, true);
+}
+
+/*
+ * keep_pending
+ *		Make pe (just entered in the pending hash, its key's hash is hash)
+ *		the pending entry of body, whose reference this backend holds, and
+ *		return its ref; its pending data is left to the caller.
+ */
+static PgssNgEntryRef *
+keep_pending(PgssNgKind *kind, void *pe, uint32 hash, dsa_pointer body,
+			 PgssNgBodyHeader *hdr)
+{
+	PgssNgEntryRef *ref = PENDING_REF(kind, pe);
+
+	ref->kind = kind;
+	ref->key = pe;
+	ref->shared_data = PgssNgSharedData(hdr);
+	ref->pending = PENDING_DATA(kind, pe);
+	ref->pending_since = GetCurrentTimestamp();
+	ref->body = body;
+	ref->hdr = hdr;
+	ref->pinned = true;
+	ref->created = false;
+	ref->removed = PGSS_NG_LIVE;
+	ref->flush_time = 0;
+	ref->hash = hash;
+	dlist_push_tail(&kind->pending_list, &ref->node);
+	kind->npending++;
+	return ref;
+}
+
+/*
+ * pgss_ng_kind_find_pending
+ *		This backend's pending data for key, if it holds some and its
+ *		entry is live; NULL otherwise (none, or its entry was removed:
+ *		pgss_ng_kind_get_pending flushes that one away).  A lookup in the
+ *		backend-local pending hash only: no lock, no ERROR.
+ */
+void *
+pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key)
+{
+	void	   *pe;
+
+	if (kind->npending == 0)
+		return NULL;
+	pe = hash_search_with_hash_value(kind->pending, key,
+									 pending_hash(kind, key), HASH_FIND,
+									 NULL);
+	if (pe == NULL || PENDING_REF(kind, pe)->hdr->removed != PGSS_NG_LIVE)
+		return NULL;
+	return PENDING_DATA(kind, pe);
+}
+
+/*
+ * pgss_ng_kind_lock_key
+ *		Lock key's shared entry for a change made at once (e.g. one call
+ *		counted straight into it), making the entry if needed (init, arg
+ *		as for pgss_ng_kind_create), without waiting, into ref (the
+ *		caller's, e.g. on its stack):
+ *		  PGSS_NG_KEY_LOCKED  the entry lock is held, ref->shared_data is
+ *							  the entry's and ref->flush_time the time read
+ *							  under the lock; release with
+ *							  pgss_ng_kind_unlock_key()
+ *		  PGSS_NG_KEY_BUSY	  the lock is busy (or the new entry is gone
+ *							  already): ref holds a reference instead, for
+ *							  pgss_ng_kind_keep_pending()
+ *		  PGSS_NG_KEY_FAILED  the entry could not be made (backstop, out
+ *							  of shared memory): nothing held
+ *
+ * The path of a key whose entry exists: one lookup, the entry lock tried
+ * under its partition lock, no reference (the partition lock keeps the
+ * body from being freed until the entry lock is held: a removal takes
+ * both), nothing allocated.  A new entry is made with a reference, then
+ * locked through it.  Errors: those of DSA mapping and creation; call
+ * under pgss_ng_kind_guard().
+ */
+PgssNgLockKey
+pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
+					  PgssNgInitSharedFn init, void *arg, PgssNgEntryRef *ref)
+{
+	void	   *he;
+	PgssNgCreateResult r;
+
+	ref->kind = kind;
+	ref->key = key;
+	ref->pending = NULL;
+	ref->pending_since = 0;
+	ref->pinned = false;
+	ref->created = false;
+	ref->removed = PGSS_NG_LIVE;
+
+	he = dshash_find(kind->hash, key, false);
+	if (likely(he != NULL))
+	{
+		ref->body = HASH_TAIL(kind, he)->body;
+		ref->hdr = dsa_get_address(kind->area, ref->body);
+		if (!LWLockConditionalAcquire(&ref->hdr->lock, LW_EXCLUSIVE))
+		{
+			pg_atomic_fetch_add_u32(&ref->hdr->refcount, 1);
+			ref->pinned = true;
+		}
+		dshash_release_lock(kind->hash, he);
+		if (ref->pinned)
+			return PGSS_NG_KEY_BUSY;
+	}
+	else
+	{
+		r = lookup_or_create(kind, key, init, arg, true, 1.0, &ref->body,
+							 &ref->hdr);
+		if (r == PGSS_NG_FULL || r == PGSS_NG_OUT_OF_MEMORY)
+			return PGSS_NG_KEY_FAILED;
+		ref->pinned = true;
+		ref->created = r == PGSS_NG_CREATED;
+		if (!LWLockConditionalAcquire(&ref->hdr->lock, LW_EXCLUSIVE))
+			return PGSS_NG_KEY_BUSY;
+		if (ref->hdr->removed != PGSS_NG_LIVE)
+		{
+			/* gone already: its pending data's flush discards it */
+			LWLockRelease(&ref->hdr->lock);
+			return PGSS_NG_KEY_BUSY;
+		}
+	}
+	ref->shared_data = PgssNgSharedData(ref->hdr);
+	ref->flush_time = GetCurrentTimestamp();
+	return PGSS_NG_KEY_LOCKED;
+}
+
+/*
+ * pgss_ng_kind_unlock_key
+ *		After pgss_ng_kind_lock_key() returned PGSS_NG_KEY_LOCKED: add uses
+ *		to the entry's usage and release its lock (as
+ *		pgss_ng_kind_unlock_entry); for a new entry, evict if its creation
+ *		took live entries past max (or its text the arena past its mark)
+ *		while its reference keeps it from being the victim, as a pending
+ *		entry's would, then release that reference.  Errors: those of
+ *		freeing and eviction, under the caller's guard.
+ */
+void
+pgss_ng_kind_unlock_key(PgssNgEntryRef *ref, double uses)
+{
+	pgss_ng_kind_unlock_entry(ref, uses);
+	/* while the reference keeps the new entry from being the victim */
+	if (ref->created)
+		pgss_ng_kind_evict(ref->kind);
+	if (ref->pinned)
+		kind_release_ref(ref->kind, ref->body, ref->hdr);
+}
+
+/*
+ * pgss_ng_kind_keep_pending
+ *		After pgss_ng_kind_lock_key() returned PGSS_NG_KEY_BUSY: make the
+ *		reference ref holds this backend's pending entry for its key, with
+ *		its pending data zeroed as pgss_ng_kind_get_pending() zeroes it,
+ *		for the next flush.  This backend holds no live pending data for
+ *		the key (pgss_ng_kind_find_pending).  Memory: the pending hash.
+ *		Errors: out of memory, and those of flushing (a pending entry of
+ *		the key whose entry was removed is flushed away first); the
+ *		reference is released first.
+ */
+PgssNgEntryRef *
+pgss_ng_kind_keep_pending(PgssNgEntryRef *ref)
+{
+	PgssNgKind *kind = ref->kind;
+	uint32		hash = pending_hash(kind, ref->key);
+	PgssNgEntryRef *kept = NULL;
+	void	   *pe;
+	bool		found;
+
+	Assert(ref->pinned);
+	PG_TRY();
+	{
+		(void) find_live_pending(kind, ref->key, hash);
+		pe = hash_search_with_hash_value(kind->pending, ref->key, hash,
+										 HASH_ENTER, &found);
+	}
+	PG_CATCH();
+	{
+		/* the reference is not recorded anywhere yet */
+		kind_release_locks_or_rethrow();
+		kind_release_ref(kind, ref->body, ref->hdr);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	Assert(!found);
+	kept = keep_pending(kind, pe, hash, ref->body, ref->hdr);
+	memset(kept->pending, 0, kind->desc->pending_zeroed > 0 ?
+		   kind->desc->pending_zeroed : kind->desc->pending_size);
+	if (ref->created)
+		pgss_ng_kind_evict(kind);
+	return kept;
+}
+
+/*
  * pgss_ng_kind_get_pending
  *		Return this backend's reference to the entry for key, with its
  *		pending data (zeroed when new), making the shared entry if needed;
@@ -575,10 +834,11 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
  * The pending data is zeroed (its first pending_zeroed bytes when the kind
  * sets that).  Returns NULL when the entry could not be made (backstop
  * reached, or out of shared memory); the caller then counts what it wanted
- * to record as dropped.  Before adding a new pending entry past max_pending(),
- * everything pending is flushed, so a backend's pending memory stays
- * bounded however many distinct keys a single statement or transaction
- * touches.  The key's hash in the pending hash is computed once, here,
+ * to record as dropped.  Before adding a new pending entry past
+ * pgss_ng_kind_pending_limit(), everything pending is flushed, so that a
+ * backend's pending memory and the entries its references keep from
+ * eviction stay bounded however many distinct keys a single statement or
+ * transaction touches.  The key's hash in the pending hash is computed once, here,
  * and kept in the reference for the removal at the flush.  Memory:
  * pending entries in TopMemoryContext (the pending hash).  Errors: those
  * of lookup_or_create(); the local entry is removed first.
@@ -594,16 +854,13 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	PgssNgCreateResult r = PGSS_NG_OUT_OF_MEMORY;
 	dsa_pointer body;
 	PgssNgBodyHeader *hdr;
-	uint32		hash = get_hash_value(kind->pending, key);
+	uint32		hash = pending_hash(kind, key);
 
 	live = find_live_pending(kind, key, hash);
 	if (live != NULL)
 		return PENDING_REF(kind, live);
 
-	if (kind->npending >= max_pending(kind) &&
-		pgss_ng_kind_flush(kind, false) &&
-		kind->npending >= max_pending(kind))
-		pgss_ng_kind_flush(kind, true);
+	make_room(kind);
 
 	/* make the local entry first: if that fails, no reference is leaked */
 	pe = hash_search_with_hash_value(kind->pending, key, hash, HASH_ENTER,
@@ -629,21 +886,9 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 		return NULL;
 	}
 
-	ref = PENDING_REF(kind, pe);
-	ref->kind = kind;
-	ref->key = pe;
-	ref->shared_data = PgssNgSharedData(hdr);
-	ref->pending = PENDING_DATA(kind, pe);
-	ref->pending_since = GetCurrentTimestamp();
-	ref->body = body;
-	ref->hdr = hdr;
-	ref->removed = PGSS_NG_LIVE;
-	ref->flush_time = 0;
-	ref->hash = hash;
+	ref = keep_pending(kind, pe, hash, body, hdr);
 	memset(ref->pending, 0, kind->desc->pending_zeroed > 0 ?
 		   kind->desc->pending_zeroed : kind->desc->pending_size);
-	dlist_push_tail(&kind->pending_list, &ref->node);
-	kind->npending++;
 
 	/* only now: an ERROR in eviction must find the reference recorded */
 	if (r == PGSS_NG_CREATED)
@@ -735,10 +980,15 @@ pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
 	dsa_pointer body;
 	PgssNgBodyHeader *hdr;
 
+	PgssNgCreateResult r;
+
 	Assert(LWLockHeldByMeInMode(kind->dealloc_lock, LW_SHARED));
 	if (find_ref(kind, key, false, &body, &hdr))
 		return PGSS_NG_EXISTS;
-	return create_body(kind, &ca, &body, &hdr);
+	r = create_body(kind, &ca, &body, &hdr);
+	if (r == PGSS_NG_FULL)
+		pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips, 1);
+	return r;
 }
 
 

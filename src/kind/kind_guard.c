@@ -37,10 +37,10 @@
  * InterruptHoldoffCount when the outermost guarded call began.  Every
  * LWLock held raises that count, so 0 means the caller held no LWLock.
  */
-static uint32 tracking_holdoff = 0;
+uint32		pgss_ng_guard_holdoff = 0;
 
 /* guarded calls in progress in this backend (they can nest) */
-static int	guard_depth = 0;
+int			pgss_ng_guard_depth = 0;
 
 /*
  * kind_release_locks_or_rethrow
@@ -52,7 +52,7 @@ static int	guard_depth = 0;
 void
 kind_release_locks_or_rethrow(void)
 {
-	if (tracking_holdoff > 0)
+	if (pgss_ng_guard_holdoff > 0)
 		PG_RE_THROW();
 	LWLockReleaseAll();
 }
@@ -108,6 +108,21 @@ swallow_error(PgssNgKind *kind, MemoryContext oldcxt, const char *what)
 }
 
 /*
+ * pgss_ng_kind_guard_caught
+ *		The PG_CATCH of a guarded call (PGSS_NG_GUARD_END): restore the
+ *		caller's resource owner, leave the call, and swallow the ERROR
+ *		(swallow_error), switching back to oldcxt.
+ */
+void
+pgss_ng_kind_guard_caught(PgssNgKind *kind, MemoryContext oldcxt,
+						  ResourceOwner oldowner, const char *what)
+{
+	CurrentResourceOwner = oldowner;
+	pgss_ng_guard_depth--;
+	swallow_error(kind, oldcxt, what);
+}
+
+/*
  * pgss_ng_kind_guard
  *		Run fn(arg) so that no ERROR it raises escapes: the ERROR is logged
  *		(swallow_error) and false returned; true when fn returned normally.
@@ -124,31 +139,10 @@ bool
 pgss_ng_kind_guard(PgssNgKind *kind, const char *what, PgssNgGuardedFn fn,
 				   void *arg)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
 	volatile bool ok = true;
 
-	if (guard_depth == 0)
-		tracking_holdoff = InterruptHoldoffCount;
-	guard_depth++;
-	CurrentResourceOwner = NULL;
-	PG_TRY();
-	{
-		fn(arg);
-	}
-	PG_CATCH();
-	{
-		CurrentResourceOwner = oldowner;
-		guard_depth--;
-		swallow_error(kind, oldcxt, what);
-		ok = false;
-	}
-	PG_END_TRY();
-
-	if (ok)
-	{
-		CurrentResourceOwner = oldowner;
-		guard_depth--;
-	}
+	PGSS_NG_GUARD_BEGIN(kind);
+	fn(arg);
+	PGSS_NG_GUARD_END(kind, what, ok = false);
 	return ok;
 }

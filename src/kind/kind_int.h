@@ -45,6 +45,13 @@
 /* Usage (the eviction value) halves every this many ms without use. */
 #define PGSS_NG_USAGE_HALF_LIFE_MS	60000
 
+/*
+ * Uses flushed within this many microseconds of an entry's last usage
+ * decay are added without one: they then decay from that moment, at most
+ * 1 - 2^(-10 ms / 60 s) = 0.012% more than they should.
+ */
+#define PGSS_NG_USAGE_DECAY_STEP_US	10000
+
 /* Eviction frees this percentage of max at once. */
 #define PGSS_NG_EVICT_PERCENT		5
 
@@ -139,6 +146,9 @@ typedef struct PgssNgKindControl
 	int			entry_tranche;
 	pg_atomic_uint32 entries_live;	/* entries in the hash */
 	pg_atomic_uint32 entries_allocated; /* bodies, incl. removed ones */
+	pg_atomic_uint32 nattached;	/* backends attached (their share of the
+								 * backstop's headroom for references:
+								 * pgss_ng_kind_pending_limit) */
 	pg_atomic_uint64 next_generation;
 	pg_atomic_uint64 dealloc;	/* eviction runs that evicted entries */
 	pg_atomic_uint64 entries_evicted;	/* entries those runs evicted */

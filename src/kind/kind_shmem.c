@@ -73,9 +73,11 @@ init_hash_params(PgssNgKind *kind)
 	kind->hash_params.key_size = kind->desc->key_size;
 	kind->hash_params.entry_size = MAXALIGN(kind->desc->key_size) +
 		sizeof(PgssNgHashEntry);
-	kind->hash_params.compare_function = dshash_memcmp;
+	kind->hash_params.compare_function =
+		kind->desc->compare_fn ? kind->desc->compare_fn : dshash_memcmp;
 	PGSS_NG_DSHASH_SET_COPY(&kind->hash_params);
-	kind->hash_params.hash_function = hash_key;
+	kind->hash_params.hash_function =
+		kind->desc->hash_fn ? kind->desc->hash_fn : hash_key;
 	kind->hash_params.tranche_id = kind->ctl->hash_tranche;
 }
 
@@ -195,6 +197,7 @@ pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,
 		ctl->entry_tranche = LWLockNewTrancheId();
 		pg_atomic_init_u32(&ctl->entries_live, 0);
 		pg_atomic_init_u32(&ctl->entries_allocated, 0);
+		pg_atomic_init_u32(&ctl->nattached, 0);
 		pg_atomic_init_u64(&ctl->next_generation, 1);
 		pg_atomic_init_u64(&ctl->dealloc, 0);
 		pg_atomic_init_u64(&ctl->entries_evicted, 0);
@@ -272,6 +275,7 @@ pgss_ng_kind_attach(PgssNgKind *kind)
 								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	dlist_init(&kind->pending_list);
 	kind->npending = 0;
+	pg_atomic_fetch_add_u32(&kind->ctl->nattached, 1);
 
 	MemoryContextSwitchTo(oldcxt);
 	return true;
@@ -293,6 +297,7 @@ pgss_ng_kind_detach(PgssNgKind *kind)
 	if (kind->area == NULL)
 		return;
 
+	pg_atomic_fetch_sub_u32(&kind->ctl->nattached, 1);
 	dshash_detach(kind->hash);
 	kind->hash = NULL;
 	dsa_release_in_place(raw_dsa_place(kind));

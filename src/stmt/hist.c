@@ -26,21 +26,73 @@
 #include "hist.h"
 
 /*
+ * The bucket bounds the bucket of a time is found in: bucket_upper[k] is
+ * the upper bound (ms) of bucket k (hist_upper below), padded past the
+ * last finite one with infinities for the search's last steps.  Computed
+ * once per process.
+ */
+#define BUCKET_PAD		8
+static double bucket_upper[PGSS_NG_HIST_NBUCKETS - 1 + BUCKET_PAD];
+static bool bucket_upper_done = false;
+
+/*
+ * hist_upper_bound
+ *		The upper bound (ms) of bucket k, 0 <= k < PGSS_NG_HIST_NBUCKETS - 1:
+ *		8 ns * 2^(k / 7), the one formula of the layout.
+ */
+static double
+hist_upper_bound(int k)
+{
+	return PGSS_NG_HIST_MIN_MS * pow(2.0, (double) k / PGSS_NG_HIST_PER_OCTAVE);
+}
+
+static void
+bucket_upper_init(void)
+{
+	int			k;
+
+	for (k = 0; k < PGSS_NG_HIST_NBUCKETS - 1; k++)
+		bucket_upper[k] = hist_upper_bound(k);
+	for (; k < lengthof(bucket_upper); k++)
+		bucket_upper[k] = get_float8_infinity();
+	bucket_upper_done = true;
+}
+
+/*
  * pgss_ng_hist_bucket
  *		The bucket of a time in ms: 0 below 8 ns (and for NaN), 321 from
- *		about 5.3 days, else 1 + floor(7 * log2(ms / 0.000008)).
+ *		about 5.3 days, else the k whose bounds (pgss_ng_hist_bounds) hold
+ *		it, 1 + floor(7 * log2(ms / 0.000008)) up to rounding.
+ *
+ * Without log2(): the binary exponent e of ms (ms = 2^e * m, 1 <= m < 2)
+ * leaves 8 candidates, 7e + 119 to 7e + 126 (8 ns is 2^-16.93..., so
+ * bucket 7e + 118 ends below 2^e and 7e + 126 beyond 2^(e+1)), and three
+ * comparisons with the bounds pick the first whose upper bound exceeds
+ * ms.  So a time is always in the bucket whose bounds hold it.
  */
 int
 pgss_ng_hist_bucket(double ms)
 {
-	double		l;
+	uint64		bits;
+	int			k;
 
 	if (!(ms >= PGSS_NG_HIST_MIN_MS))
 		return 0;
-	l = log2(ms / PGSS_NG_HIST_MIN_MS) * PGSS_NG_HIST_PER_OCTAVE;
-	if (l >= PGSS_NG_HIST_NBUCKETS - 2)
+	if (unlikely(!bucket_upper_done))
+		bucket_upper_init();
+	if (ms >= bucket_upper[PGSS_NG_HIST_NBUCKETS - 2])
 		return PGSS_NG_HIST_NBUCKETS - 1;
-	return (int) l + 1;
+	memcpy(&bits, &ms, sizeof(bits));
+	/* ms is normal here: its biased exponent less 1023 is e */
+	k = 7 * ((int) (bits >> 52) - 1023) + 119;
+	Assert(k >= 0 && (k == 0 || ms >= bucket_upper[k - 1]));
+	if (ms >= bucket_upper[k + 3])
+		k += 4;
+	if (ms >= bucket_upper[k + 1])
+		k += 2;
+	if (ms >= bucket_upper[k])
+		k += 1;
+	return k;
 }
 
 /*
@@ -65,8 +117,7 @@ pgss_ng_hist_bounds(int bucket, double *lower_ms, double *upper_ms)
 		int			k;
 
 		for (k = 0; k < PGSS_NG_HIST_NBUCKETS - 1; k++)
-			hist_upper[k] = PGSS_NG_HIST_MIN_MS *
-				pow(2.0, (double) k / PGSS_NG_HIST_PER_OCTAVE);
+			hist_upper[k] = hist_upper_bound(k);
 		hist_upper_done = true;
 	}
 	if (bucket <= 0)
@@ -152,6 +203,24 @@ pgss_ng_hist_merge(PgssNgHistPair *dst, int which, const PgssNgHistDense *src)
 	widen_window(dst, which, src->lo, src->hi);
 	for (i = src->lo; i < src->hi; i++)
 		c[i] = add_sat(c[i], src->count[i]);
+}
+
+/*
+ * pgss_ng_hist_add_one
+ *		Count one time in bucket b of histogram which of a pair (a call
+ *		counted straight into a shared entry): the bucket's count, after
+ *		widening the window to it if needed.
+ */
+void
+pgss_ng_hist_add_one(PgssNgHistPair *p, int which, int b)
+{
+	uint32	   *c = &p->count[which][b];
+
+	if (p->len[which] == 0 || b < p->lo[which] ||
+		b >= p->lo[which] + p->len[which])
+		widen_window(p, which, b, b + 1);
+	if (*c < PG_UINT32_MAX)
+		(*c)++;
 }
 
 /*

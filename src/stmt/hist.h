@@ -121,6 +121,7 @@ extern void pgss_ng_hist_bounds(int bucket, double *lower_ms,
 								double *upper_ms);
 extern void pgss_ng_hist_merge(PgssNgHistPair *dst, int which,
 							   const PgssNgHistDense *src);
+extern void pgss_ng_hist_add_one(PgssNgHistPair *p, int which, int b);
 extern void pgss_ng_hist_merge_pair(PgssNgHistPair *dst,
 									const PgssNgHistPair *src);
 extern bool pgss_ng_hist_valid(const PgssNgHistPair *p);

@@ -83,7 +83,7 @@ static PlansControl *plans_ctl = NULL;
 static LWLock *plans_lock = NULL;
 
 static PlanWork work[PLAN_WORK_MAX];
-static int	nwork = 0;
+int			pgss_ng_plans_nwork = 0;	/* plans.h */
 static PlanWork working;		/* the item being made, for the error path */
 static bool working_valid = false;
 
@@ -246,14 +246,14 @@ work_add(const PgssNgStmtKey *key, const PgssNgPlanCounts *pc, bool fresh,
 {
 	PlanWork   *w;
 
-	if (nwork == PLAN_WORK_MAX)
+	if (pgss_ng_plans_nwork == PLAN_WORK_MAX)
 	{
 		count_calls_dropped(pc->calls);
 		if (text)
 			pfree(text);
 		return;
 	}
-	w = &work[nwork++];
+	w = &work[pgss_ng_plans_nwork++];
 	memcpy(&w->key, key, sizeof(PgssNgStmtKey));
 	w->counts = *pc;
 	w->fresh = fresh;
@@ -294,6 +294,17 @@ flush_plans(dsa_area *area, PgssNgStmtPlans *sp, const PgssNgPlanPending *pp,
 			work_add(key, &pp->plan[i], fresh, false, NULL, 0);
 	}
 	count_calls_dropped(pp->lost);
+}
+
+/*
+ * pgss_ng_plans_area
+ *		The statement kind's DSA area, where plan rows live (for plans.h's
+ *		inline code).
+ */
+dsa_area *
+pgss_ng_plans_area(void)
+{
+	return pgss_ng_kind_area(pgss_ng_stmt_kind);
 }
 
 /*
@@ -769,11 +780,11 @@ take_work(void)
 {
 	int			i;
 
-	if (nwork == 0)
+	if (pgss_ng_plans_nwork == 0)
 		return false;
-	working = work[--nwork];
+	working = work[--pgss_ng_plans_nwork];
 	working_valid = true;
-	for (i = nwork - 1; i >= 0; i--)
+	for (i = pgss_ng_plans_nwork - 1; i >= 0; i--)
 	{
 		PlanWork   *w = &work[i];
 		PgssNgPlanCounts *a = &working.counts;
@@ -801,7 +812,7 @@ take_work(void)
 		}
 		else if (w->text)
 			pfree(w->text);
-		work[i] = work[--nwork];
+		work[i] = work[--pgss_ng_plans_nwork];
 	}
 	return true;
 }
@@ -864,7 +875,7 @@ pgss_ng_plans_work(void)
 	if (unlikely(DsaPointerIsValid(unlinked)))
 		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "free plan rows",
 								  free_unlinked_guarded, NULL);
-	if (nwork == 0)
+	if (pgss_ng_plans_nwork == 0)
 		return;
 	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record plan rows",
 							work_guarded, NULL) && working_valid)

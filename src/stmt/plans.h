@@ -146,6 +146,12 @@ typedef enum PgssNgPlanText
 } PgssNgPlanText;
 
 /*
+ * Work items this backend holds for pgss_ng_plans_work(): a statement's end
+ * calls it only when there are.
+ */
+extern int	pgss_ng_plans_nwork;
+
+/*
  * Raised whenever this backend forgets a plan it has seen to the text of
  * (a row made again without its text), or all of them: a cache of them
  * kept elsewhere (planid.c) is valid while this is unchanged.
@@ -206,6 +212,7 @@ pgss_ng_plans_merge_row(PgssNgPlanRow *row, const PgssNgPlanCounts *pc,
 		row->last_call = now;
 }
 
+extern dsa_area *pgss_ng_plans_area(void);
 extern void pgss_ng_plans_flush_slow(PgssNgStmtPlans *sp,
 									 const PgssNgPlanPending *pp,
 									 const struct PgssNgStmtKey *key,
@@ -239,6 +246,32 @@ pgss_ng_plans_flush(dsa_area *area, PgssNgStmtPlans *sp,
 		}
 	}
 	pgss_ng_plans_flush_slow(sp, pp, key, now, fresh);
+}
+
+/*
+ * pgss_ng_plans_count_locked
+ *		Count one execution of plan planid (ms, rows) straight into the plan
+ *		rows of a statement whose entry lock is held exclusively (a count
+ *		made without pending data, at now, the time read under the lock):
+ *		as a flush of pending data holding this one call would.  To call
+ *		before anything of the entry is written (it maps the rows first).
+ */
+static inline void
+pgss_ng_plans_count_locked(PgssNgStmtPlans *sp, const struct PgssNgStmtKey *key,
+						   uint64 planid, double ms, uint64 rows,
+						   TimestampTz now)
+{
+	PgssNgPlanPending pp;
+
+	pp.n = 1;
+	pp.lost = 0;
+	pp.plan[0].planid = planid;
+	pp.plan[0].calls = 1;
+	pp.plan[0].total_time = ms;
+	pp.plan[0].min_time = ms;
+	pp.plan[0].max_time = ms;
+	pp.plan[0].rows = rows;
+	pgss_ng_plans_flush(pgss_ng_plans_area(), sp, &pp, key, now, true);
 }
 
 /* set-up */

@@ -3,14 +3,24 @@
  * stmt_backend.c
  *	  What a backend does with the statement kind: attach once, record
  *	  plannings and executions (pgss_ng_store) and failed executions
- *	  (pgss_ng_stmt_begin opens their frames, pgss_ng_stmt_merge_errors
- *	  turns their notes into pending counts), flush at the end of each
- *	  top-level statement and at the start of a call after failures, the
- *	  writer's eviction after a reload, and the one exit sequence.
+ *	  (pgss_ng_stmt_merge_errors turns the notes of frames.c into pending
+ *	  counts), flush, the writer's eviction after a reload, and the one
+ *	  exit sequence.
+ *
+ * A top-level statement's planning or execution is counted straight into
+ * its shared entry (pgss_ng_stmt_lock: one lookup, the entry lock tried,
+ * no reference, nothing allocated); only if that lock is busy is it kept
+ * pending.  A nested one is counted in
+ * pending data (holding a reference, within the backend's share:
+ * pgss_ng_kind_pending_limit) flushed at the end of the top-level
+ * statement; with no share at all it is counted straight too.  Counting into pending
+ * data this backend already holds touches no shared memory and raises
+ * nothing; what touches shared memory runs under pgss_ng_kind_guard(): no
+ * ERROR escapes, and the lost work is counted as dropped.
  *
  * The exit sequence is one before_shmem_exit callback (stmt_exit),
- * registered by the first attach or frame of the backend, that does, in
- * this order: note the frames a FATAL left open (frames.c), merge
+ * registered by the first attach or statement of the backend, that does,
+ * in this order: note the frames a FATAL left open (frames.c), merge
  * every failure noted into pending counts, flush everything pending
  * (waiting for locks), detach from the kind (pgss_ng_kind_detach), and
  * stop counting this process as attached, so that the writer, which waits
@@ -20,12 +30,7 @@
  * Owns: whether this backend registered the exit callback and counts in
  * PgssNgStmtControl.nattached; the failure note being merged.
  *
- * Locking: none of its own.  Recording and merging take what
- * pgss_ng_stmt_pending() takes (partition lock, the entry lock without
- * waiting to replace a failed execution's text) and the info spinlock;
- * the flush takes entry locks (kind layer).  Everything that touches
- * shared memory from a user's statement runs under pgss_ng_kind_guard():
- * no ERROR escapes, and the lost work is counted as dropped.
+ * Locking: none of its own; the kind layer's (kind.h), the info spinlock.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +51,9 @@ static bool exit_registered = false;
 
 /* counted in PgssNgStmtControl.nattached (pgss_ng_stmt_attach) */
 static bool counted_attached = false;
+
+/* attached to the statement kind (pgss_ng_stmt_attach returned true) */
+static bool attached = false;
 
 /* the failure note being merged, for the guard's error path */
 static PgssNgFailureNote merging;
@@ -70,6 +78,7 @@ stmt_exit(int code, Datum arg)
 		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
 	pgss_ng_plans_work();
 	pgss_ng_kind_detach(pgss_ng_stmt_kind);
+	attached = false;
 	if (counted_attached)
 		pg_atomic_fetch_sub_u32(&pgss_ng_stmt_ctl->nattached, 1);
 	counted_attached = false;
@@ -103,6 +112,8 @@ register_exit(void)
 bool
 pgss_ng_stmt_attach(void)
 {
+	if (likely(attached))
+		return true;
 	if (pgss_ng_stmt_ctl == NULL ||
 		!pgss_ng_kind_attach(pgss_ng_stmt_kind))
 		return false;
@@ -112,6 +123,7 @@ pgss_ng_stmt_attach(void)
 		pg_atomic_fetch_add_u32(&pgss_ng_stmt_ctl->nattached, 1);
 		counted_attached = true;
 	}
+	attached = true;
 	return true;
 }
 
@@ -128,31 +140,24 @@ pgss_ng_stmt_attached(void)
 
 /*
  * pgss_ng_stmt_begin
- *		Open a failure frame for a tracked call of a statement (see
- *		pgss_ng_stmt_open_frame); returns its number, for
- *		pgss_ng_stmt_end() or pgss_ng_stmt_failed().  Called on the hooks'
- *		normal path only, never while an ERROR is in flight.
- *
- * The first frame of a backend registers the exit sequence (without
- * attaching), so that it runs should a FATAL end the very first
- * statement.  Failures noted since the last merge are merged and flushed
- * first, waiting for entry locks (held only for a merge or a reader's
- * copy; merge_and_flush), so that other sessions see them by the time
- * this call starts, even in a session whose statements all fail (their
- * executions never end, so no statement end flushes them), and so that a
- * loop catching errors does not fill the notes.  Otherwise it takes no
- * lock and raises nothing.
+ *		At the start of a tracked statement's hook call, when frames.c asks
+ *		for it (pgss_ng_frames_attention): the backend's first statement
+ *		registers the exit sequence (without attaching), so that it runs
+ *		should a FATAL end the very first statement; failures noted since
+ *		the last merge are merged and flushed, waiting for entry locks
+ *		(held only for a merge or a reader's copy; merge_and_flush), so
+ *		that other sessions see them by the time this call starts, even in
+ *		a session whose statements all fail (their executions never end,
+ *		so no statement end flushes them), and so that a loop catching
+ *		errors does not fill the notes.  No ERROR escapes.
  */
-int
-pgss_ng_stmt_begin(uint64 queryid, bool toplevel, const char *query,
-				   int query_location, int query_len, double prior_ms)
+void
+pgss_ng_stmt_begin(void)
 {
-	if (unlikely(!exit_registered))
-		register_exit();
-	if (unlikely(pgss_ng_stmt_notes_waiting()))
+	register_exit();
+	pgss_ng_frames_attention = false;
+	if (pgss_ng_stmt_notes_waiting())
 		merge_and_flush(true);
-	return pgss_ng_stmt_open_frame(queryid, toplevel, query, query_location,
-								   query_len, prior_ms);
 }
 
 /*
@@ -237,14 +242,12 @@ pgss_ng_stmt_merge_errors(void)
 
 /*
  * count_time
- *		Count one call of phase that took total_time ms, and its CPU time
- *		(cpu, or NULL when it was not sampled), in pending counters: calls,
- *		total, min, max, mean and variance (Welford's method), and the
- *		phase's histogram.
+ *		Count one call of phase that took total_time ms in pending
+ *		counters: calls, total, min, max, mean and variance (Welford's
+ *		method), and the phase's histogram.
  */
 static void
-count_time(PgssNgPending *p, PgssNgPhase phase, double total_time,
-		   const PgssNgCpuTime *cpu)
+count_time(PgssNgPending *p, PgssNgPhase phase, double total_time)
 {
 	PgssNgCounters *c = &p->counters;
 
@@ -252,12 +255,6 @@ count_time(PgssNgPending *p, PgssNgPhase phase, double total_time,
 	if (c->calls[phase] == 0)
 		pgss_ng_hist_dense_clear(&p->hist[phase]);
 	pgss_ng_hist_add(&p->hist[phase], total_time);
-	if (cpu)
-	{
-		c->cpu_samples[phase] += 1;
-		c->user_time[phase] += cpu->user_ms;
-		c->system_time[phase] += cpu->system_ms;
-	}
 	c->calls[phase] += 1;
 	c->total_time[phase] += total_time;
 	if (c->calls[phase] == 1)
@@ -315,21 +312,26 @@ count_jit(PgssNgCounters *c, const JitInstrumentation *jitusage)
 }
 
 /*
- * count_one
- *		Record the planning or execution that s describes in pending
- *		counters (backend-local, no lock): its time (count_time) and what
- *		it used.  What the server does not measure (pgver.h's
- *		PGSS_NG_HAVE_*) stays 0 and is shown as NULL; jitusage, parallel
- *		and cpu may be NULL (nothing to add).
+ * count_sums
+ *		Add what the planning or execution that s describes used to
+ *		counters c (pending, or a shared entry's under its lock): all but
+ *		its calls and time (count_time, pgss_ng_stmt_count_locked).  What
+ *		the server does not measure (pgver.h's PGSS_NG_HAVE_*) stays 0 and
+ *		is shown as NULL; jitusage, parallel and cpu may be NULL (nothing
+ *		to add).
  */
 static void
-count_one(PgssNgPending *p, const PgssNgStore *s)
+count_sums(PgssNgCounters *c, const PgssNgStore *s)
 {
-	PgssNgCounters *c = &p->counters;
 	const BufferUsage *bufusage = s->bufusage;
 	const WalUsage *walusage = s->walusage;
 
-	count_time(p, s->phase, s->total_time, s->cpu);
+	if (s->cpu)
+	{
+		c->cpu_samples[s->phase] += 1;
+		c->user_time[s->phase] += s->cpu->user_ms;
+		c->system_time[s->phase] += s->cpu->system_ms;
+	}
 	c->rows += s->rows;
 	c->shared_blks_hit += bufusage->shared_blks_hit;
 	c->shared_blks_read += bufusage->shared_blks_read;
@@ -366,85 +368,174 @@ count_one(PgssNgPending *p, const PgssNgStore *s)
 		c->parallel_workers_to_launch += s->parallel->to_launch;
 		c->parallel_workers_launched += s->parallel->launched;
 	}
+}
+
+/*
+ * count_one
+ *		Record the planning or execution that s describes in pending
+ *		counters (backend-local, no lock): its time (count_time) and what
+ *		it used (count_sums).
+ */
+static void
+count_one(PgssNgPending *p, const PgssNgStore *s)
+{
+	count_time(p, s->phase, s->total_time);
+	count_sums(&p->counters, s);
 	if (s->planid != 0)
 		pgss_ng_plans_count(&p->plans, s->planid, s->total_time, s->rows);
 }
 
+/* What the guarded part of pgss_ng_store() gets, and returns. */
+typedef struct StoreArgs
+{
+	const PgssNgStore *s;
+	PgssNgStmtKey key;
+	bool		dropped;		/* set: nothing could be recorded */
+} StoreArgs;
+
 /*
- * store_guarded
- *		The body of pgss_ng_store(s), run under pgss_ng_kind_guard(); may
- *		raise ERRORs from below (local out-of-memory, DSM mapping
- *		failures), which the guard catches.
- *
- * With s->jstate (parse analysis of a statement with constants) it only
- * makes sure the entry exists, normalizing the text if it does not: the
- * normalized text can only be computed here.  Otherwise it adds one
- * planning or execution to the backend's pending counters, creating the
- * entry with the statement's own text if needed, or giving that text to
- * an entry a failed execution made (pgss_ng_stmt_pending).  Memory: the
- * normalized text is palloc'd in CurrentMemoryContext and freed before
- * returning.
+ * parse_guarded
+ *		pgss_ng_store() at parse analysis (s->jstate), under
+ *		pgss_ng_kind_guard(): make sure the entry exists, normalizing the
+ *		text if it does not (the normalized text can only be computed
+ *		here).  Memory: the normalized text is palloc'd in
+ *		CurrentMemoryContext and freed before returning.
  */
 static void
-store_guarded(void *arg)
+parse_guarded(void *arg)
 {
-	const PgssNgStore *s = (const PgssNgStore *) arg;
-	PgssNgStmtKey key;
+	StoreArgs  *a = (StoreArgs *) arg;
+	const PgssNgStore *s = a->s;
+	const char *query = s->query;
+	int			query_location = s->query_location;
+	int			query_len = s->query_len;
+	char	   *norm_query;
+
+	if (!pgss_ng_stmt_attach() ||
+		pgss_ng_kind_exists(pgss_ng_stmt_kind, &a->key))
+		return;
+	query = CleanQuerytext(query, &query_location, &query_len);
+	norm_query = pgss_ng_normalize_query(s->jstate, query, query_location,
+										 &query_len);
+	pgss_ng_stmt_create(&a->key, norm_query, query_len);
+	pfree(norm_query);
+}
+
+/*
+ * record_now
+ *		Count s straight into its shared entry (key), making it if needed
+ *		(pgss_ng_stmt_lock, pgss_ng_stmt_count_locked), or, if the entry
+ *		lock is busy, in new pending data of this backend's.  False when
+ *		the entry could not be made (the caller counts it as dropped).
+ *		Errors: those of the kind layer and the text arena; called under a
+ *		guard.
+ */
+static bool
+record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
+{
+	PgssNgEntryRef ref;
+
+	if (!pgss_ng_stmt_attach())
+		return true;
+	switch (pgss_ng_stmt_lock(key, s->query, s->query_location, s->query_len,
+							  &ref))
+	{
+		case PGSS_NG_KEY_LOCKED:
+			/* first: it maps the plan rows, which may raise, then writes */
+			if (s->planid != 0)
+				pgss_ng_plans_count_locked(&((PgssNgStmtShared *) ref.shared_data)->plans,
+										   key, s->planid, s->total_time,
+										   s->rows, ref.flush_time);
+			count_sums(&((PgssNgStmtShared *) ref.shared_data)->counters, s);
+			pgss_ng_stmt_count_locked(&ref, s->phase, s->total_time);
+			return true;
+		case PGSS_NG_KEY_BUSY:
+			count_one(pgss_ng_stmt_keep_pending(&ref, s->query,
+												s->query_location,
+												s->query_len), s);
+			return true;
+		case PGSS_NG_KEY_FAILED:
+			break;
+	}
+	return false;
+}
+
+/*
+ * pending_guarded
+ *		Count a->s in this backend's pending data for the entry, making the
+ *		entry if needed with the statement's own text, or giving that text
+ *		to an entry a failed execution made (pgss_ng_stmt_pending), under
+ *		pgss_ng_kind_guard().
+ */
+static void
+pending_guarded(void *arg)
+{
+	StoreArgs  *a = (StoreArgs *) arg;
 	PgssNgPending *p;
 
 	if (!pgss_ng_stmt_attach())
 		return;
-
-	memset(&key, 0, sizeof(key));
-	key.userid = GetUserId();
-	key.dbid = MyDatabaseId;
-	key.queryid = s->queryid;
-	key.toplevel = s->toplevel;
-
-	if (s->jstate != NULL)
-	{
-		const char *query = s->query;
-		int			query_location = s->query_location;
-		int			query_len = s->query_len;
-		char	   *norm_query;
-
-		if (pgss_ng_kind_exists(pgss_ng_stmt_kind, &key))
-			return;
-		query = CleanQuerytext(query, &query_location, &query_len);
-		norm_query = pgss_ng_normalize_query(s->jstate, query,
-											 query_location, &query_len);
-		pgss_ng_stmt_create(&key, norm_query, query_len);
-		pfree(norm_query);
-		return;
-	}
-
-	p = pgss_ng_stmt_pending(&key, s->query, s->query_location,
-							 s->query_len);
+	p = pgss_ng_stmt_pending(&a->key, a->s->query, a->s->query_location,
+							 a->s->query_len);
 	if (p == NULL)
-	{
-		pgss_ng_stmt_count_dropped(1);
-		return;
-	}
-	count_one(p, s);
+		a->dropped = true;
+	else
+		count_one(p, a->s);
 }
 
 /*
  * pgss_ng_store
  *		Record what s describes (see PgssNgStore): a planning or execution
  *		of a statement, or, with s->jstate, its entry with the normalized
- *		text.  Called from the hooks.  No ERROR escapes into the user's
- *		statement: one raised below is caught, logged, and the planning or
- *		execution counted as dropped.
+ *		text.  Called from the hooks.  Into pending data this backend holds
+ *		for the entry: counted there, nothing else.  Otherwise a top-level
+ *		statement's (or any, without a share of pending references) is
+ *		counted straight into its shared entry, a nested one's in new
+ *		pending data (see the file header).  No ERROR escapes into the
+ *		user's statement: one raised below is caught, logged, and the
+ *		planning or execution counted as dropped.
  */
 void
 pgss_ng_store(const PgssNgStore *s)
 {
+	StoreArgs	a = {.s = s};
+	PgssNgPending *p;
+
 	if (s->queryid == UINT64CONST(0) || pgss_ng_stmt_ctl == NULL)
 		return;
 
-	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
-							store_guarded, unconstify(PgssNgStore *, s)) &&
-		s->jstate == NULL)
+	memset(&a.key, 0, sizeof(a.key));
+	a.key.userid = GetUserId();
+	a.key.dbid = MyDatabaseId;
+	a.key.queryid = s->queryid;
+	a.key.toplevel = s->toplevel;
+
+	if (s->jstate != NULL)
+	{
+		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
+								  parse_guarded, &a);
+		return;
+	}
+
+	p = pgss_ng_kind_find_pending(pgss_ng_stmt_kind, &a.key);
+	if (p != NULL)
+	{
+		count_one(p, s);
+		return;
+	}
+	if (s->toplevel || pgss_ng_kind_pending_limit(pgss_ng_stmt_kind) == 0)
+	{
+		/* the hot path: its guard written out, not through a function */
+		volatile bool recorded = false;
+
+		PGSS_NG_GUARD_BEGIN(pgss_ng_stmt_kind);
+		recorded = record_now(&a.key, s);
+		PGSS_NG_GUARD_END(pgss_ng_stmt_kind, "record a statement", );
+		if (!recorded)
+			pgss_ng_stmt_count_dropped(1);
+	}
+	else if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record a statement",
+								 pending_guarded, &a) || a.dropped)
 		pgss_ng_stmt_count_dropped(1);
 }
 
@@ -501,26 +592,35 @@ static void
 merge_and_flush(bool force)
 {
 	pgss_ng_stmt_merge_errors();
-	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
-		return;
-
-	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
-							  "flush statement statistics",
-							  flush_guarded, &force);
-	/* the plan rows the flush found missing */
+	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
+		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
+								  "flush statement statistics",
+								  flush_guarded, &force);
+	/* the plan rows the counts found missing, the texts captured */
 	pgss_ng_plans_work();
 }
 
 /*
  * pgss_ng_flush
- *		merge_and_flush() at the end of each top-level statement: entry
- *		locks are tried without waiting (walsenders wait: see
- *		pgss_ng_stmt_attach).  The SQL functions flush, waiting, through
- *		pgss_ng_stmt_read() and pgss_ng_stmt_reset().
+ *		merge_and_flush() at the end of each top-level statement, if
+ *		failures were noted or anything is pending: entry locks are tried
+ *		without waiting (walsenders wait: see pgss_ng_stmt_attach).  The SQL
+ *		functions flush, waiting, through pgss_ng_stmt_read() and
+ *		pgss_ng_stmt_reset().
  */
 void
 pgss_ng_flush(void)
 {
+	if (likely(!pgss_ng_frames_attention) &&
+		!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
+	{
+		/* the plan rows the counts found missing, the texts captured */
+		if (unlikely(pgss_ng_plans_nwork > 0))
+			pgss_ng_plans_work();
+		return;
+	}
+	register_exit();
+	pgss_ng_frames_attention = false;
 	/* walsenders are not waited for at shutdown: never leave anything */
 	merge_and_flush(am_walsender);
 }

@@ -47,6 +47,37 @@ static bool stmt_needs_room(PgssNgKind *kind, bool starting);
 static void stmt_evicted(PgssNgKind *kind, const void *key,
 						 const void *shared_data);
 
+/*
+ * stmt_key_hash / stmt_key_compare
+ *		The statement kind's key hash and comparison (PgssNgKindDesc's
+ *		hash_fn and compare_fn): the queryid is a hash already, mixed with
+ *		the other fields by a 64-bit finalizer; the fields compared one by
+ *		one.
+ */
+static dshash_hash
+stmt_key_hash(const void *key, size_t size, void *arg)
+{
+	const PgssNgStmtKey *k = (const PgssNgStmtKey *) key;
+	uint64		h = k->queryid ^
+		((((uint64) k->userid << 32) | k->dbid) * UINT64CONST(0x9E3779B97F4A7C15)) ^
+		(uint64) k->toplevel;
+
+	h ^= h >> 33;
+	h *= UINT64CONST(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	return (dshash_hash) h;
+}
+
+static int
+stmt_key_compare(const void *a, const void *b, size_t size, void *arg)
+{
+	const PgssNgStmtKey *ka = (const PgssNgStmtKey *) a;
+	const PgssNgStmtKey *kb = (const PgssNgStmtKey *) b;
+
+	return !(ka->queryid == kb->queryid && ka->userid == kb->userid &&
+			 ka->dbid == kb->dbid && ka->toplevel == kb->toplevel);
+}
+
 static const PgssNgKindDesc stmt_kind_desc = {
 	.name = "pgss_ng",
 	.key_size = sizeof(PgssNgStmtKey),
@@ -62,6 +93,8 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	.pending_zeroed = offsetof(PgssNgPending, plans) +
 	PGSS_NG_PLAN_PENDING_ZEROED,
 	.max_pending = PGSS_NG_MAX_PENDING,
+	.hash_fn = stmt_key_hash,
+	.compare_fn = stmt_key_compare,
 	.flush_pending_cb = stmt_flush_pending,
 	.discard_pending_cb = stmt_discard_pending,
 	.free_cb = stmt_free,
@@ -200,17 +233,6 @@ pgss_ng_stmt_shmem_startup(void)
 }
 
 /*
- * pgss_ng_stmt_ready
- *		Is the statement kind set up (library preloaded, shared memory
- *		made)?  The hooks record nothing otherwise.
- */
-bool
-pgss_ng_stmt_ready(void)
-{
-	return pgss_ng_stmt_ctl != NULL;
-}
-
-/*
  * pgss_ng_stmt_count_dropped
  *		Count n plannings/executions (or failed executions) that could not
  *		be recorded.  Takes the info spinlock.
@@ -335,6 +357,32 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 
 	/* calls and the rest that adds up, after the means used dst's calls */
 	pgss_ng_counters_add_sums(dst, src);
+}
+
+/*
+ * store_success_text
+ *		Store the text of a successful planning or execution (the statement
+ *		ia locates in its source string), to replace a failed execution's;
+ *		invalid if it could not be stored.  Errors: an out-of-memory ERROR
+ *		of the text arena, under the caller's guard.
+ */
+static dsa_pointer
+store_success_text(const StmtInitArg *ia)
+{
+	int			location = ia->location;
+	int			len = ia->len;
+	const char *text = CleanQuerytext(ia->text, &location, &len);
+
+	return pgss_ng_qtext_store(pgss_ng_kind_area(pgss_ng_stmt_kind), text,
+							   len, false);
+}
+
+/* release_text: give a text back to the arena (nothing if invalid) */
+static void
+release_text(dsa_pointer text)
+{
+	if (DsaPointerIsValid(text))
+		pgss_ng_qtext_release(pgss_ng_kind_area(pgss_ng_stmt_kind), text);
 }
 
 /*
@@ -477,14 +525,13 @@ replace_failed_text(PgssNgEntryRef *ref, const char *query, int location,
 					int len)
 {
 	PgssNgStmtShared *sh = (PgssNgStmtShared *) ref->shared_data;
-	dsa_area   *area = pgss_ng_kind_area(pgss_ng_stmt_kind);
-	const char *text = CleanQuerytext(query, &location, &len);
-	dsa_pointer qtext = pgss_ng_qtext_store(area, text, len, false);
+	StmtInitArg ia = {.text = query, .location = location, .len = len};
+	dsa_pointer qtext = store_success_text(&ia);
 	dsa_pointer unused = qtext;
 
 	if (!DsaPointerIsValid(qtext) || !pgss_ng_kind_lock_entry(ref, true))
 	{
-		pgss_ng_qtext_release(area, unused);
+		release_text(unused);
 		return;
 	}
 	if (sh->qtext_failed)
@@ -494,7 +541,7 @@ replace_failed_text(PgssNgEntryRef *ref, const char *query, int location,
 		sh->qtext_failed = false;
 	}
 	pgss_ng_kind_unlock_entry(ref, 0);
-	pgss_ng_qtext_release(area, unused);
+	release_text(unused);
 }
 
 /*
@@ -526,6 +573,111 @@ pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *query,
 		((PgssNgStmtShared *) ref->shared_data)->qtext_failed)
 		replace_failed_text(ref, query, location, len);
 	return p;
+}
+
+/*
+ * pgss_ng_stmt_lock
+ *		Lock key's shared entry to count one planning or execution straight
+ *		into it (pgss_ng_kind_lock_key into ref), making the entry if needed
+ *		with the statement's text: query is the source string and
+ *		(location, len) the statement in it.  Locked, an entry a failed
+ *		execution made gets that text first (a success is counted now;
+ *		stored under the entry lock: the text arena's locks come after it).
+ *		Errors: those of pgss_ng_kind_lock_key() and of the text arena;
+ *		call under pgss_ng_kind_guard().  Caller attached.
+ */
+PgssNgLockKey
+pgss_ng_stmt_lock(const PgssNgStmtKey *key, const char *query, int location,
+				  int len, PgssNgEntryRef *ref)
+{
+	StmtInitArg ia = {.text = query, .location = location, .len = len};
+	PgssNgLockKey r;
+	PgssNgStmtShared *sh;
+
+	r = pgss_ng_kind_lock_key(pgss_ng_stmt_kind, key, stmt_init, &ia, ref);
+	if (r != PGSS_NG_KEY_LOCKED)
+		return r;
+	sh = (PgssNgStmtShared *) ref->shared_data;
+	if (unlikely(sh->qtext_failed))
+	{
+		dsa_pointer text = store_success_text(&ia);
+
+		if (DsaPointerIsValid(text))
+		{
+			release_text(sh->qtext);
+			sh->qtext = text;
+			sh->qtext_failed = false;
+		}
+	}
+	return r;
+}
+
+/*
+ * pgss_ng_stmt_count_locked
+ *		Count one planning or execution of phase that took ms in the entry
+ *		ref locked (pgss_ng_stmt_lock), whose other counters the caller
+ *		added: its calls, time, Welford's step for the mean and variance,
+ *		min/max (restarted after a min/max reset: have_minmax), and the
+ *		phase's histogram, as a flush of pending data holding this one
+ *		call would (stmt_flush_pending, a count made after any reset);
+ *		then stamp it changed (and executed) at the time read under the
+ *		lock and unlock it, with the use it adds to its usage.  Errors:
+ *		those of pgss_ng_kind_unlock_key().
+ */
+void
+pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)
+{
+	PgssNgStmtShared *sh = (PgssNgStmtShared *) ref->shared_data;
+	PgssNgCounters *c = &sh->counters;
+	bool		first = total_calls(c) == 0 && c->errors == 0;
+	double		old_mean = c->mean_time[phase];
+	int64		n = ++c->calls[phase];
+
+	c->total_time[phase] += ms;
+	if (n == 1)
+		c->mean_time[phase] = ms;
+	else
+	{
+		c->mean_time[phase] += (ms - old_mean) / n;
+		c->sum_var_time[phase] += (ms - old_mean) * (ms - c->mean_time[phase]);
+	}
+	if (!sh->have_minmax[phase])
+	{
+		c->min_time[phase] = ms;
+		c->max_time[phase] = ms;
+		sh->have_minmax[phase] = true;
+	}
+	else
+	{
+		c->min_time[phase] = Min(c->min_time[phase], ms);
+		c->max_time[phase] = Max(c->max_time[phase], ms);
+	}
+
+	pgss_ng_hist_add_one(&sh->hist, phase, pgss_ng_hist_bucket(ms));
+
+	stmt_stamp_changed_at(sh, ref->flush_time);
+	if (phase == PGSS_NG_EXEC)
+		sh->last_executed = sh->changed_at;
+	pgss_ng_kind_unlock_key(ref, first ? 0 : 1);
+}
+
+/*
+ * pgss_ng_stmt_keep_pending
+ *		After pgss_ng_stmt_lock() found the entry lock busy: this backend's
+ *		new pending data for the entry (pgss_ng_kind_keep_pending), given
+ *		the statement's text first if a failed execution made it, as
+ *		pgss_ng_stmt_pending() does.  Errors and locks as
+ *		pgss_ng_stmt_pending().
+ */
+PgssNgPending *
+pgss_ng_stmt_keep_pending(PgssNgEntryRef *ref, const char *query,
+						  int location, int len)
+{
+	PgssNgEntryRef *kept = pgss_ng_kind_keep_pending(ref);
+
+	if (((PgssNgStmtShared *) kept->shared_data)->qtext_failed)
+		replace_failed_text(kept, query, location, len);
+	return (PgssNgPending *) kept->pending;
 }
 
 /*

@@ -317,8 +317,21 @@ extern void pgss_ng_stmt_init(void);
 extern Size pgss_ng_stmt_shmem_size(void);
 extern void pgss_ng_stmt_shmem_request(void);
 extern void pgss_ng_stmt_shmem_startup(void);
-extern bool pgss_ng_stmt_ready(void);
 extern void pgss_ng_stmt_publish_max(void);
+
+/*
+ * pgss_ng_stmt_ready
+ *		Is the statement kind set up (library preloaded, shared memory
+ *		made)?  The hooks record nothing otherwise.
+ */
+struct PgssNgStmtControl;
+extern struct PgssNgStmtControl *pgss_ng_stmt_ctl;
+
+static inline bool
+pgss_ng_stmt_ready(void)
+{
+	return pgss_ng_stmt_ctl != NULL;
+}
 
 /* a backend's attachment, with its exit sequence: stmt_backend.c */
 extern bool pgss_ng_stmt_attach(void);
@@ -332,12 +345,10 @@ extern void pgss_ng_flush(void);
 extern void pgss_ng_stmt_evict(void);
 
 /*
- * failed executions, from the hooks: a frame opened here is closed with
- * pgss_ng_stmt_end() or pgss_ng_stmt_failed() (frames.h)
+ * failed executions: at a tracked statement's start, when frames.h's
+ * pgss_ng_frames_attention asks for it
  */
-extern int	pgss_ng_stmt_begin(uint64 queryid, bool toplevel,
-							   const char *query, int query_location,
-							   int query_len, double prior_ms);
+extern void pgss_ng_stmt_begin(void);
 
 /* the SQL functions: stmt_read.c */
 extern void pgss_ng_stmt_read(int what, TimestampTz changed_since,

@@ -147,6 +147,14 @@ extern PgssNgPending *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
 										   int len);
 extern PgssNgPending *pgss_ng_stmt_pending_failed(const PgssNgStmtKey *key,
 												  const char *text, int len);
+extern PgssNgLockKey pgss_ng_stmt_lock(const PgssNgStmtKey *key,
+									   const char *query, int location,
+									   int len, PgssNgEntryRef *ref);
+extern void pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase,
+									  double ms);
+extern PgssNgPending *pgss_ng_stmt_keep_pending(PgssNgEntryRef *ref,
+												const char *query,
+												int location, int len);
 extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 								int len);
 extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
