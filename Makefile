@@ -19,9 +19,11 @@ OBJS = \
 	src/hooks/hooks.o \
 	src/hooks/frames.o \
 	src/hooks/measure.o \
+	src/hooks/planid.o \
 	src/views/sqlfuncs.o \
 	src/views/rowform.o \
 	src/views/convert.o \
+	src/views/plansfuncs.o \
 	src/views/resultcols.o \
 	src/views/waitfuncs.o \
 	src/writer/writer.o \
@@ -34,6 +36,8 @@ OBJS = \
 	src/stmt/stmt_saved.o \
 	src/stmt/waits.o \
 	src/stmt/qtext.o \
+	src/stmt/plans.o \
+	src/stmt/plantext.o \
 	src/stmt/hist.o \
 	src/stmt/hist_store.o \
 	src/stmt/normalize.o \
@@ -86,7 +90,8 @@ REGRESS = \
 	022_security \
 	030_histogram \
 	031_read_rows \
-	040_compat
+	040_compat \
+	050_plans
 # The module must be in shared_preload_libraries, so the suite cannot run
 # against an arbitrary installed server: only on its own temp instance.
 NO_INSTALLCHECK = 1

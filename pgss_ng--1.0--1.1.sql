@@ -16,10 +16,12 @@
 CREATE OR REPLACE VIEW pgss_ng AS
   SELECT * FROM pgss_ng(true, NULL::pg_catalog.timestamptz);
 
--- pgss_ng_detail: the wait time columns appended (nothing of pgss_ng_compat
--- depends on it: dropped with its view and made again)
+-- pgss_ng_detail: the wait time columns, then plans_seen and
+-- last_plan_change, appended: its view and function are made again
+-- (nothing of pgss_ng_compat depends on them), the view as
+-- pgss_ng--1.1.sql makes it.
 DROP VIEW pgss_ng_detail;
-DROP FUNCTION pgss_ng_detail(boolean, pg_catalog.timestamptz);
+DROP FUNCTION pgss_ng_detail(pg_catalog.bool, pg_catalog.timestamptz);
 CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
     IN changed_since timestamptz DEFAULT NULL,
     OUT userid oid,
@@ -97,7 +99,9 @@ CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
     OUT wait_io_time float8,
     OUT wait_ipc_time float8,
     OUT wait_client_time float8,
-    OUT wait_other_time float8
+    OUT wait_other_time float8,
+    OUT plans_seen int8,
+    OUT last_plan_change timestamptz
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgss_ng_detail'
@@ -107,18 +111,6 @@ CREATE VIEW pgss_ng_detail AS
   SELECT * FROM pgss_ng_detail(true, NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON pgss_ng_detail TO PUBLIC;
-
--- pgss_ng_info_memory(), and its columns at the end of the view
--- pgss_ng_info (see pgss_ng--1.1.sql)
-CREATE FUNCTION pgss_ng_info_memory(
-    OUT entry_bytes bigint,
-    OUT qtext_allocated_bytes bigint,
-    OUT hist_bytes bigint,
-    OUT hist_dropped bigint
-)
-RETURNS record
-AS 'MODULE_PATHNAME', 'pgss_ng_info_memory'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 -- pgss_ng_evicted: the wait time columns appended (the same)
 DROP VIEW pgss_ng_evicted;
@@ -189,9 +181,19 @@ CREATE VIEW pgss_ng_evicted AS
 
 GRANT SELECT ON pgss_ng_evicted TO PUBLIC;
 
--- pgss_ng_info: the memory's and the sampler's counters after
--- pgss_ng_info()'s, through functions of their own (pgss_ng_compat 1.0
--- depends on pgss_ng_info(), which keeps its columns)
+-- pgss_ng_info: the counters of the memory, the sampler and the plan rows
+-- after pgss_ng_info()'s, through functions of their own (pgss_ng_compat
+-- 1.0 depends on pgss_ng_info(), which keeps its columns)
+CREATE FUNCTION pgss_ng_info_memory(
+    OUT entry_bytes bigint,
+    OUT qtext_allocated_bytes bigint,
+    OUT hist_bytes bigint,
+    OUT hist_dropped bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_info_memory'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
 CREATE FUNCTION pgss_ng_waits_info(
     OUT wait_events_dropped bigint,
     OUT wait_samples_lost bigint,
@@ -200,6 +202,25 @@ CREATE FUNCTION pgss_ng_waits_info(
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_waits_info'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE FUNCTION pgss_ng_plans_info(
+    OUT plans bigint,
+    OUT plans_max bigint,
+    OUT plans_evicted bigint,
+    OUT plan_calls_dropped bigint,
+    OUT plan_text_bytes bigint,
+    OUT plan_text_limit_bytes bigint,
+    OUT plan_text_dropped bigint,
+    OUT plan_text_failures bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_plans_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_plans_info AS
+  SELECT * FROM pgss_ng_plans_info();
+
+GRANT SELECT ON pgss_ng_plans_info TO PUBLIC;
 
 CREATE OR REPLACE VIEW pgss_ng_info AS
   SELECT i.*, m.*, w.*
@@ -224,3 +245,29 @@ CREATE VIEW pgss_ng_waits AS
   SELECT * FROM pgss_ng_waits();
 
 GRANT SELECT ON pgss_ng_waits TO PUBLIC;
+
+-- plan rows
+CREATE FUNCTION pgss_ng_plans(IN showtext boolean DEFAULT true,
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT planid bigint,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT min_exec_time float8,
+    OUT max_exec_time float8,
+    OUT mean_exec_time float8,
+    OUT rows int8,
+    OUT first_call timestamptz,
+    OUT last_call timestamptz,
+    OUT plan text
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_plans'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_plans AS
+  SELECT * FROM pgss_ng_plans(true);
+
+GRANT SELECT ON pgss_ng_plans TO PUBLIC;

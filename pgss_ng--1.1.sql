@@ -16,6 +16,9 @@
 --     for the sampler's counters (the function pgss_ng_info() keeps its
 --     columns: pgss_ng_compat 1.0 depends on it, and may be updated
 --     after pgss_ng).
+--   * Plan rows: pgss_ng_plans (a row per plan of each statement) and
+--     pgss_ng_plans_info (their counters), pgss_ng_detail's plans_seen and
+--     last_plan_change (appended; the function is made again).
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
@@ -99,9 +102,11 @@ GRANT SELECT ON pgss_ng TO PUBLIC;
 
 -- The same rows with every column: pgss_ng's, then what is kept of each
 -- entry's times beside its counters (when it last ran, its execution and
--- planning time quantiles, its CPU times, and its wait time by wait event
+-- planning time quantiles, its CPU times, its wait time by wait event
 -- type: samples x pgss_ng.wait_sample_period, an estimate; NULL while
--- sampling is off).  Kept apart from pgss_ng,
+-- sampling is off), then its plans: how many plan rows were made for it
+-- (pgss_ng_plans; NULL: no plan identified) and when the last one past the
+-- first was.  Kept apart from pgss_ng,
 -- whose rows are as many columns as pg_stat_statements' and read about as
 -- fast; same arguments and privileges.
 CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
@@ -181,7 +186,9 @@ CREATE FUNCTION pgss_ng_detail(IN showtext boolean DEFAULT true,
     OUT wait_io_time float8,
     OUT wait_ipc_time float8,
     OUT wait_client_time float8,
-    OUT wait_other_time float8
+    OUT wait_other_time float8,
+    OUT plans_seen int8,
+    OUT last_plan_change timestamptz
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgss_ng_detail'
@@ -257,6 +264,26 @@ CREATE FUNCTION pgss_ng_waits_info(
 RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_waits_info'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+-- The plan rows' counters.
+CREATE FUNCTION pgss_ng_plans_info(
+    OUT plans bigint,
+    OUT plans_max bigint,
+    OUT plans_evicted bigint,
+    OUT plan_calls_dropped bigint,
+    OUT plan_text_bytes bigint,
+    OUT plan_text_limit_bytes bigint,
+    OUT plan_text_dropped bigint,
+    OUT plan_text_failures bigint
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgss_ng_plans_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_plans_info AS
+  SELECT * FROM pgss_ng_plans_info();
+
+GRANT SELECT ON pgss_ng_plans_info TO PUBLIC;
 
 -- pgss_ng_info()'s columns, then the memory's, then the sampler's.
 CREATE VIEW pgss_ng_info AS
@@ -388,6 +415,38 @@ CREATE VIEW pgss_ng_waits AS
   SELECT * FROM pgss_ng_waits();
 
 GRANT SELECT ON pgss_ng_waits TO PUBLIC;
+
+-- One row per plan of each statement (pgss_ng.track_plans): its calls,
+-- execution times and rows, when it was first and last called, and its
+-- EXPLAIN (COSTS OFF) text.  planid is a hash of the plan's shape (node
+-- types, relations and indexes scanned, join types, scan directions,
+-- subplans), never of constants or costs.  queryid, planid and plan of
+-- other roles' statements need the privileges of pg_read_all_stats, as in
+-- pgss_ng.
+CREATE FUNCTION pgss_ng_plans(IN showtext boolean DEFAULT true,
+    OUT userid oid,
+    OUT dbid oid,
+    OUT toplevel bool,
+    OUT queryid bigint,
+    OUT planid bigint,
+    OUT calls int8,
+    OUT total_exec_time float8,
+    OUT min_exec_time float8,
+    OUT max_exec_time float8,
+    OUT mean_exec_time float8,
+    OUT rows int8,
+    OUT first_call timestamptz,
+    OUT last_call timestamptz,
+    OUT plan text
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgss_ng_plans'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW pgss_ng_plans AS
+  SELECT * FROM pgss_ng_plans(true);
+
+GRANT SELECT ON pgss_ng_plans TO PUBLIC;
 
 -- Reset: superusers only unless granted.
 CREATE FUNCTION pgss_ng_reset(IN userid oid DEFAULT 0,

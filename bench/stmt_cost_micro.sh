@@ -42,6 +42,9 @@
 # sessions' backends, the difference over N2 - N1), and for each workload
 # every function's exclusive instructions per statement beyond the
 # untracked server's, both variants side by side.
+# PLANS=1 adds the variant pgss_ng_noplans (pgss_ng with
+# pgss_ng.track_plans off; pgss_ng runs with it on) and prints what plan
+# rows cost per statement: pgss_ng's instructions less pgss_ng_noplans'.
 #
 # Usage (as root or postgres; root re-runs itself as postgres):
 #   PG_CONFIG=/path/to/pg_config [MAX=5000] [N1=200] [N2=2200] \
@@ -63,8 +66,8 @@ PORT=${PORT:-54339}
 if [ "$(id -u)" -eq 0 ]; then
 	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" MAX="$MAX" \
 		N1="$N1" N2="$N2" WORKLOADS="$WORKLOADS" PORT="$PORT" \
-		KEEP="${KEEP:-}" PROFILE="${PROFILE:-}" TMPDIR="${TMPDIR:-/tmp}" \
-		WAITS_OFF="${WAITS_OFF:-}" \
+		KEEP="${KEEP:-}" PROFILE="${PROFILE:-}" PLANS="${PLANS:-}" \
+		WAITS_OFF="${WAITS_OFF:-}" TMPDIR="${TMPDIR:-/tmp}" \
 		bash "$(readlink -f "$0")"
 fi
 command -v valgrind >/dev/null || { echo "stmt_cost_micro.sh: needs valgrind" >&2; exit 2; }
@@ -184,7 +187,8 @@ PY
 
 declare -A IR PROF
 port=$PORT
-for v in untracked pg_stat_statements pgss_ng ${WAITS_OFF:+pgss_ng_waits_off}; do
+VARIANTS="untracked pg_stat_statements pgss_ng${PLANS:+ pgss_ng_noplans}${WAITS_OFF:+ pgss_ng_waits_off}"
+for v in $VARIANTS; do
 	dir=$WORK/$v
 	mkdir -p "$dir"
 	"$BIN/initdb" -D "$dir/data" -A trust >/dev/null
@@ -193,6 +197,7 @@ for v in untracked pg_stat_statements pgss_ng ${WAITS_OFF:+pgss_ng_waits_off}; d
 		pgss_ng_waits_off)
 			spl=pgss_ng
 			echo 'pgss_ng.wait_sample_period = 0' >>"$dir/data/postgresql.conf" ;;
+		pgss_ng_noplans) spl=pgss_ng ;;
 		*) spl=$v ;;
 	esac
 	cat >>"$dir/data/postgresql.conf" <<CONF
@@ -202,6 +207,7 @@ listen_addresses = ''
 shared_preload_libraries = '$spl'
 pg_stat_statements.max = $MAX
 pgss_ng.max = $MAX
+pgss_ng.track_plans = $([ $v = pgss_ng_noplans ] && echo off || echo on)
 autovacuum = off
 fsync = off
 max_connections = 10
@@ -308,5 +314,11 @@ if [ -n "${WAITS_OFF:-}" ]; then
 	for w in $WORKLOADS; do
 		printf '  %-8s %12d %12d %+d\n' "$w" "${IR[pgss_ng.$w]}" "${IR[pgss_ng_waits_off.$w]}" \
 			$((IR[pgss_ng.$w] - IR[pgss_ng_waits_off.$w]))
+	done
+fi
+if [ -n "${PLANS:-}" ]; then
+	echo "plan rows (pgss_ng.track_plans on less off), instructions per statement:"
+	for w in $WORKLOADS; do
+		printf '  %-8s %12d\n' "$w" $((IR[pgss_ng.$w] - IR[pgss_ng_noplans.$w]))
 	done
 fi

@@ -18,6 +18,7 @@
 #include "compat/settings_mirror.h"
 #include "hooks/hooks.h"
 #include "hooks/measure.h"
+#include "hooks/planid.h"
 #include "stmt/qtext.h"
 #include "stmt/stmt_kind.h"
 #include "writer/writer.h"
@@ -59,6 +60,9 @@ _PG_init(void)
 
 	/* pgss_ng.track_cpu */
 	pgss_ng_cpu_init();
+
+	/* pgss_ng.track_plans (plans_max and plan_text_memory: the kind's) */
+	pgss_ng_planid_init();
 
 	/* the writer's GUC and worker */
 	pgss_ng_writer_init();

@@ -247,4 +247,25 @@
 #define PGSS_NG_GUC_EXTRA_ALLOC(size)	malloc(size)
 #endif
 
+/*
+ * Plan identity (18).  PlannedStmt.planId (int64) holds a plan identifier
+ * that a module may set in its planner hook; the server reports it
+ * (pgstat_report_plan_id(), from planner() and ExecutorStart()), and a
+ * cached plan's copy keeps it.  Before 18 there is no such field: pgss_ng
+ * keeps a backend-local map from each PlannedStmt to its id (planid.c).
+ * PGSS_NG_PLANID_GET / _SET read and write it where it exists.
+ *
+ * EXPLAIN's state: NewExplainState() and ExplainState moved from
+ * commands/explain.h to commands/explain_state.h in 18.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PGSS_NG_HAVE_PLANNEDSTMT_PLANID	1
+#define PGSS_NG_PLANID_GET(ps)			((uint64) (ps)->planId)
+#define PGSS_NG_PLANID_SET(ps, id)		((ps)->planId = (int64) (id))
+#define PGSS_NG_HAVE_EXPLAIN_STATE_H	1
+#else
+#define PGSS_NG_HAVE_PLANNEDSTMT_PLANID	0
+#define PGSS_NG_HAVE_EXPLAIN_STATE_H	0
+#endif
+
 #endif							/* PGSS_NG_COMPAT_H */

@@ -10,7 +10,7 @@
 # server is still up afterwards.
 #
 # The GUCs exist only when pgss_ng is preloaded: a server that preloads it
-# lists exactly its ten pgss_ng.* settings in pg_settings; on this one
+# lists exactly its thirteen pgss_ng.* settings in pg_settings; on this one
 # none appears, neither in a session that loaded the library (LOAD, or by
 # calling its functions), and SHOW of each fails with "unrecognized
 # configuration parameter" while current_setting(name, true) is NULL.
@@ -53,7 +53,9 @@ my @stmts = (
 	'SELECT pgss_ng_reset()',
 	'SELECT pgss_ng_reset(0, 0, 0, true)',
 	'SELECT * FROM pgss_ng_exec_time_histogram(10, 5, 1, true)',
-	'SELECT * FROM pgss_ng_plan_time_histogram(10, 5, 1, true)');
+	'SELECT * FROM pgss_ng_plan_time_histogram(10, 5, 1, true)',
+	'SELECT * FROM pgss_ng_plans',
+	'SELECT * FROM pgss_ng_plans_info');
 my $script = '';
 for my $i (0 .. $#stmts)
 {
@@ -84,10 +86,10 @@ is_deeply(\@errors, [ ($msg) x scalar(@stmts) ],
 	'one ERROR per statement, with exactly that message');
 
 # The GUCs: the names a preloading server defines, none here.
-my @gucs = qw(pgss_ng.evicted_log pgss_ng.max pgss_ng.query_text_memory
-  pgss_ng.save
+my @gucs = qw(pgss_ng.evicted_log pgss_ng.max pgss_ng.plan_text_memory
+  pgss_ng.plans_max pgss_ng.query_text_memory pgss_ng.save
   pgss_ng.track pgss_ng.track_cpu pgss_ng.track_planning
-  pgss_ng.track_utility pgss_ng.wait_events_max
+  pgss_ng.track_plans pgss_ng.track_utility pgss_ng.wait_events_max
   pgss_ng.wait_sample_period);
 my $settings_sql =
   q{SELECT coalesce(string_agg(name, ' ' ORDER BY name), 'none')
@@ -95,7 +97,7 @@ my $settings_sql =
 {
 	my $pre = pgss_node('preloaded');
 	is($pre->safe_psql('postgres', $settings_sql),
-		join(' ', @gucs), 'a preloading server defines the ten GUCs');
+		join(' ', @gucs), 'a preloading server defines the thirteen GUCs');
 	$pre->stop;
 }
 is($node->safe_psql('postgres', $settings_sql),

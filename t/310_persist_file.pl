@@ -4,9 +4,10 @@
 #   sizes of the info block and of an entry record, and a trailing CRC-32C
 #   of everything before it (checked here independently); each record is
 #   that many bytes, then the counts of its histograms' windows (as many
-#   as its hist_len says), then its entry's query text; after the records,
-#   the evicted remainder: the size of a row, their number (0 here:
-#   nothing was evicted) and the rows.
+#   as its hist_len says), then its entry's query text (then its rows of
+#   wait events and its plan rows); after the records, the evicted
+#   remainder: the size of a row, their number (0 here: nothing was
+#   evicted) and the rows.
 # - Damaged files: truncated to half, one byte flipped in the middle, wrong
 #   magic, an older format version (9: whole histograms, no wait samples), an entry
 #   record size that is not this build's (a record layout changed without
@@ -149,7 +150,7 @@ sub hist_bytes
 my $p = 20 + $infolen + 4;
 my $last;
 my $short = 0;
-my %tails;    # what follows each record's histogram counts, in hex
+my %tails;    # what follows each record's histogram counts (text, waits, plans), in hex
 for (1 .. $nrec)
 {
 	my $reclen = unpack('L', substr($good, $p, 4));
@@ -158,13 +159,11 @@ for (1 .. $nrec)
 	{
 		my ($h0, $h1) = unpack('S2', substr($good, $p + 4 + $hist_len_at, 4));
 		my $counts = 4 * ($h0 + $h1);
-		# the histograms' counts, the text, then nwait_events rows of wait
-		# events (16 bytes each): nwait_events is the fixed part's last
-		# int32 before usage
-		my $nwait = unpack('l', substr($good, $p + 4 + $recsize - 16, 4));
+		# the text starts what follows the histograms' counts (its rows of
+		# wait events and plan rows come after it)
 		$tails{ unpack('H*',
 				substr($good, $p + 4 + $recsize + $counts,
-					$reclen - $recsize - $counts - 16 * $nwait)) } = 1;
+					$reclen - $recsize - $counts)) } = 1;
 	}
 	$last = $p;
 	$p += 4 + $reclen;
@@ -177,7 +176,11 @@ ok($rowsize > 0, "evicted remainder: row size $rowsize");
 $p += 8 + $rowsize * $nevicted;
 my $trailer = substr($good, $records_end, $p - $records_end);
 is($p, $len - 4, 'records and the evicted remainder end where the CRC begins');
-is($short . ' ' . scalar(grep { !$tails{$_} } keys %texts),
+is( $short . ' ' . scalar(
+		grep {
+			my $t = $_;
+			!grep { index($_, $t) == 0 } keys %tails
+		} keys %texts),
 	'0 0',
 	"records: none shorter than the header's entry record size ($recsize), "
 	  . "and every text of the view follows the fixed part and the histograms' counts of one");

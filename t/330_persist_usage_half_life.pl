@@ -18,10 +18,10 @@
 #   (0.966) or half (0.871 and below) fails, and how slow the machine is
 #   only widens the interval (the bound never depends on it).
 #
-# The record is found by its text (what ends the record, after its fixed
-# part, whose size the file's header gives, and its histograms' counts);
-# usage is the last field of PgssNgStmtRecord, the 8 bytes before those
-# counts.
+# The record is found by its text (what follows the record's fixed part,
+# whose size the file's header gives, and its histograms' counts; its rows
+# of wait events and plan rows come after it); usage is the last field of
+# PgssNgStmtRecord, the 8 bytes before those counts.
 use strict;
 use warnings;
 
@@ -56,8 +56,13 @@ sub saved_usage
 		my $rec = substr($f, $p + 4, $len);
 		$p += 4 + $len;
 		next unless $len >= $recsize + length($text)
-		  && substr($rec, $len - length($text)) eq $text
-		  && ($len - $recsize - length($text)) % 4 == 0;
+		next unless $len >= $recsize;
+		# the histograms' window lengths: after the key (24), counters (424),
+		# have_minmax (2), hist_lost (2) and hist_lo (4)
+		my ($h0, $h1) = unpack('S2', substr($rec, 24 + 424 + 2 + 2 + 4, 4));
+		my $at = $recsize + 4 * ($h0 + $h1);
+		next unless $len >= $at + length($text)
+		  && substr($rec, $at, length($text)) eq $text;
 		push @found, unpack('d', substr($rec, $recsize - 8, 8));
 	}
 	is(scalar(@found), 1, 'the statement has one record in the file');

@@ -55,13 +55,17 @@ sub write_bad_conf
 	return;
 }
 
-# name, setting and source of every pgss_ng GUC, one line each
+# name, setting and source of every pgss_ng GUC this test sets, one line
+# each (not the plan rows', which t/700 covers)
 sub settings
 {
 	return $node->safe_psql(
 		'postgres', q{
 SELECT name || ' ' || setting || coalesce(unit, '') || ' ' || source
-FROM pg_settings WHERE name LIKE 'pgss\_ng.%' ORDER BY name COLLATE "C"});
+FROM pg_settings WHERE name LIKE 'pgss\_ng.%'
+  AND name NOT IN ('pgss_ng.plan_text_memory', 'pgss_ng.plans_max',
+                   'pgss_ng.track_plans')
+ORDER BY name COLLATE "C"});
 }
 
 my $defaults = join("\n",

@@ -46,6 +46,7 @@
 #include "stmt/qtext.h"
 #include "frames.h"
 #include "hooks.h"
+#include "planid.h"
 #include "stmt/stmt_kind.h"
 #include "stmt/waits.h"
 
@@ -394,6 +395,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		result = next_planner(parse, query_string, cursorOptions,
 							  boundParams);
 	pgss_ng_frame_pop(frame);
+	pgss_ng_planid_planned(result);
 
 	if (timed)
 	{
@@ -716,6 +718,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		s.parallel = NULL;
 #endif
 		s.cpu = NULL;
+		s.planid = pgss_ng_planid_exec(queryDesc, exec_nested_level == 0);
 
 		f = exec_frame(&frame, PGSS_NG_FRAME_END, queryDesc);
 		if (f != NULL)

@@ -359,6 +359,8 @@ extern PgssNgCreateResult pgss_ng_kind_restore(PgssNgKind *kind,
 											   void *arg, double usage);
 extern void pgss_ng_kind_restore_end(PgssNgKind *kind);
 extern double pgss_ng_kind_usage(const void *shared_data);
+extern double pgss_ng_kind_decayed_usage(double usage, TimestampTz t,
+										 TimestampTz now);
 extern bool pgss_ng_kind_read(PgssNgKind *kind, const void *key,
 							  PgssNgVisitFn visit, void *arg);
 extern bool pgss_ng_kind_update(PgssNgKind *kind, const void *key,

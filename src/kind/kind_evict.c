@@ -823,3 +823,16 @@ pgss_ng_kind_usage(const void *shared_data)
 	return kind_decayed_usage(hdr->usage, hdr->usage_time,
 						 GetCurrentTimestamp());
 }
+
+/*
+ * pgss_ng_kind_decayed_usage
+ *		A value of the kind's own that decays as usage does (halving every
+ *		PGSS_NG_USAGE_HALF_LIFE_MS), brought from its time t to now: for a
+ *		kind that ranks parts of its entries the way eviction ranks
+ *		entries (the statement kind's plan rows).
+ */
+double
+pgss_ng_kind_decayed_usage(double usage, TimestampTz t, TimestampTz now)
+{
+	return kind_decayed_usage(usage, t, now);
+}

@@ -76,6 +76,7 @@ stmt_exit(int code, Datum arg)
 	pgss_ng_stmt_merge_errors();
 	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
+	pgss_ng_plans_work();
 	pgss_ng_kind_detach(pgss_ng_stmt_kind);
 	attached = false;
 	if (counted_attached)
@@ -380,6 +381,8 @@ count_one(PgssNgPending *p, const PgssNgStore *s)
 {
 	count_time(p, s->phase, s->total_time);
 	count_sums(&p->counters, s);
+	if (s->planid != 0)
+		pgss_ng_plans_count(&p->plans, s->planid, s->total_time, s->rows);
 }
 
 /* What the guarded part of pgss_ng_store() gets, and returns. */
@@ -439,8 +442,15 @@ record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
 							  &ref))
 	{
 		case PGSS_NG_KEY_LOCKED:
-			/* the histogram first: only it may raise an ERROR (see there) */
+			/*
+			 * The histogram, then the plan rows: only they may raise an
+			 * ERROR (a chunk's allocation, a mapping), each before it writes.
+			 */
 			pgss_ng_stmt_count_hist(&ref, s->phase, s->total_time);
+			if (s->planid != 0)
+				pgss_ng_plans_count_locked(&((PgssNgStmtShared *) ref.shared_data)->plans,
+										   key, s->planid, s->total_time,
+										   s->rows, ref.flush_time);
 			count_sums(&((PgssNgStmtShared *) ref.shared_data)->counters, s);
 			pgss_ng_stmt_count_locked(&ref, s->phase, s->total_time);
 			return true;
@@ -587,12 +597,12 @@ static void
 merge_and_flush(bool force)
 {
 	pgss_ng_stmt_merge_errors();
-	if (!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
-		return;
-
-	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
-							  "flush statement statistics",
-							  flush_guarded, &force);
+	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
+		(void) pgss_ng_kind_guard(pgss_ng_stmt_kind,
+								  "flush statement statistics",
+								  flush_guarded, &force);
+	/* the plan rows the counts found missing, the texts captured */
+	pgss_ng_plans_work();
 }
 
 /*
@@ -608,7 +618,12 @@ pgss_ng_flush(void)
 {
 	if (likely(!pgss_ng_frames_attention) &&
 		!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
+	{
+		/* the plan rows the counts found missing, the texts captured */
+		if (unlikely(pgss_ng_plans_nwork > 0))
+			pgss_ng_plans_work();
 		return;
+	}
 	register_exit();
 	pgss_ng_frames_attention = false;
 	/* walsenders are not waited for at shutdown: never leave anything */

@@ -83,8 +83,12 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	.key_size = sizeof(PgssNgStmtKey),
 	.shared_size = sizeof(PgssNgStmtShared),
 	.pending_size = sizeof(PgssNgPending),
-	/* the histograms: cleared at their phase's first count (count_one) */
-	.pending_zeroed = offsetof(PgssNgPending, hist),
+	/*
+	 * the plan slots: valid below their count; the histograms: cleared at
+	 * their phase's first count (count_one)
+	 */
+	.pending_zeroed = offsetof(PgssNgPending, plans) +
+	PGSS_NG_PLAN_PENDING_ZEROED,
 	.max_pending = PGSS_NG_MAX_PENDING,
 	.hash_fn = stmt_key_hash,
 	.compare_fn = stmt_key_compare,
@@ -137,6 +141,7 @@ pgss_ng_stmt_init(void)
 	pgss_ng_stmt_kind = pgss_ng_kind_define(&stmt_kind_desc);
 	pgss_ng_evicted_init();
 	pgss_ng_waits_init();
+	pgss_ng_plans_init();
 	pgss_ng_define_paired_int(PGSS_NG_PAIRED_MAX, "pgss_ng.max",
 							  "Sets the maximum number of statements tracked "
 							  "by pgss_ng.",
@@ -173,6 +178,7 @@ pgss_ng_stmt_shmem_size(void)
 					MAXALIGN(sizeof(PgssNgStmtControl)));
 	size = add_size(size, pgss_ng_evicted_shmem_size());
 	size = add_size(size, pgss_ng_waits_shmem_size(stmt_max));
+	size = add_size(size, pgss_ng_plans_shmem_size());
 	return add_size(size, pgss_ng_qtext_shmem_size());
 }
 
@@ -188,6 +194,7 @@ pgss_ng_stmt_shmem_request(void)
 	pgss_ng_kind_shmem_request(&stmt_kind_desc);
 	pgss_ng_evicted_shmem_request();
 	pgss_ng_waits_shmem_request();
+	pgss_ng_plans_shmem_request();
 	pgss_ng_qtext_shmem_request();
 }
 
@@ -210,6 +217,7 @@ pgss_ng_stmt_shmem_startup(void)
 	pgss_ng_qtext_shmem_startup();
 	pgss_ng_evicted_shmem_startup();
 	pgss_ng_waits_shmem_startup(stmt_max);
+	pgss_ng_plans_shmem_startup();
 
 	pgss_ng_stmt_ctl = ShmemInitStruct("pgss_ng info",
 									   sizeof(PgssNgStmtControl), &found);
@@ -288,8 +296,8 @@ stmt_needs_room(PgssNgKind *kind, bool starting)
 
 /*
  * stmt_free
- *		Free callback: release the entry's query text and its rows of wait
- *		events, and free its histograms' chunk.
+ *		Free callback: release the entry's query text, its rows of wait
+ *		events and its plan rows, and free its histograms' chunk.
  */
 static void
 stmt_free(PgssNgKind *kind, void *shared_data)
@@ -299,6 +307,7 @@ stmt_free(PgssNgKind *kind, void *shared_data)
 	pgss_ng_qtext_release(pgss_ng_kind_area(kind), sh->qtext);
 	sh->qtext = InvalidDsaPointer;
 	pgss_ng_waits_release(&sh->waits);
+	pgss_ng_plans_free(&sh->plans);
 	pgss_ng_hist_store_free(pgss_ng_kind_area(kind), &sh->hist,
 							&pgss_ng_stmt_ctl->hist);
 }
@@ -464,6 +473,14 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 			pgss_ng_hist_add_dense(&add, PGSS_NG_EXEC, &p->hist[PGSS_NG_EXEC]);
 		pgss_ng_stmt_merge_hist(sh, &add);
 	}
+	/*
+	 * Then the plan rows: mapping them may raise too, before they are
+	 * written (a mapping failure here, rare, leaves the histograms one
+	 * flush ahead of the counters).
+	 */
+	if (p->plans.n > 0 || p->plans.lost > 0)
+		pgss_ng_plans_flush(pgss_ng_kind_area(ref->kind), &sh->plans,
+							&p->plans, ref->key, ref->flush_time, fresh);
 	minmax[PGSS_NG_PLAN] = fresh;
 	minmax[PGSS_NG_EXEC] = fresh;
 	pgss_ng_stmt_merge(sh, c, minmax);

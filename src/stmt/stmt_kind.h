@@ -35,6 +35,7 @@
 
 #include "hist.h"
 #include "kind/kind.h"
+#include "plans.h"
 #include "qtext.h"
 #include "waits.h"
 
@@ -211,6 +212,7 @@ typedef struct PgssNgStore
 	const JitInstrumentation *jitusage; /* or NULL: no JIT */
 	const PgssNgParallelWorkers *parallel;	/* or NULL: none measured */
 	const PgssNgCpuTime *cpu;	/* or NULL: not sampled */
+	uint64		planid;			/* an execution's plan (plans.h), 0: none */
 } PgssNgStore;
 
 /* The quantiles shown per phase: p50, p90, p95, p99, p999. */
@@ -256,6 +258,8 @@ typedef struct PgssNgStmtSnapshot
 	const text *query;			/* copy of the text (no NUL), or NULL;
 								 * NULL without PGSS_NG_READ_TEXT */
 	uint64		wait_samples[PGSS_NG_WAIT_NTYPES];	/* per type (waits.h) */
+	int64		plans_seen;		/* plan rows made for it (plans.h) */
+	TimestampTz last_plan_change;	/* the last one past the first, 0: none */
 } PgssNgStmtSnapshot;
 
 /* what pgss_ng_stmt_read calls for each entry */

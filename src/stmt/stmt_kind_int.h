@@ -47,6 +47,7 @@ typedef struct PgssNgStmtShared
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
 	PgssNgWaitSamples waits;	/* the sampler's (waits.c): no entry lock */
+	PgssNgStmtPlans plans;		/* its plan rows (plans.c) */
 	/* times since minmax_stats_since, by phase (hist_store.c) */
 	PgssNgHistStore hist;
 } PgssNgStmtShared;
@@ -58,6 +59,7 @@ typedef struct PgssNgStmtShared
 typedef struct PgssNgPending
 {
 	PgssNgCounters counters;	/* zeroed in a new pending entry */
+	PgssNgPlanPending plans;	/* its header zeroed too (plans.h) */
 	PgssNgHistDense hist[PGSS_NG_NUMPHASE];
 } PgssNgPending;
 

@@ -84,6 +84,8 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->last_executed = sh->last_executed;
 	for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
 		es->wait_samples[t] = sh->waits.samples[t];
+	es->plans_seen = sh->plans.seen;
+	es->last_plan_change = sh->plans.last_change;
 	st->has_text = false;
 	if ((st->what & PGSS_NG_READ_TEXT) && DsaPointerIsValid(sh->qtext))
 	{
@@ -177,6 +179,7 @@ pgss_ng_stmt_read(int what, TimestampTz changed_since,
 
 	pgss_ng_stmt_merge_errors();
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
+	pgss_ng_plans_work();
 
 	/* too big for the stack: the histograms alone are 2.5 kB */
 	st = palloc0(sizeof(ReadState));
@@ -233,6 +236,7 @@ reset_minmax(void *shared_data, void *arg)
 	}
 	pgss_ng_hist_store_free(pgss_ng_kind_area(pgss_ng_stmt_kind), &sh->hist,
 							&pgss_ng_stmt_ctl->hist);
+	pgss_ng_plans_reset_minmax(&sh->plans);
 	sh->minmax_stats_since = f->now;
 	sh->minmax_reset_at = f->now;
 	stmt_stamp_changed(sh);
@@ -280,6 +284,7 @@ reset_locked(void *arg)
 		pgss_ng_kind_reset_counters(pgss_ng_stmt_kind);
 		pgss_ng_qtext_reset_dropped();
 		pgss_ng_waits_reset_info();
+		pgss_ng_plans_reset_counters();
 	}
 }
 

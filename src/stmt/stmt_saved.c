@@ -48,6 +48,8 @@ StaticAssertDecl(PGSS_NG_STMT_RECORD_LAYOUT_OF_BUILD == PGSS_NG_STMT_RECORD_LAYO
 				 "the saved record's layout changed: bump PGSS_NG_FILE_VERSION and record its layout");
 StaticAssertDecl(sizeof(PgssNgEvictedRow) == PGSS_NG_EVICTED_ROW_SIZE,
 				 "PgssNgEvictedRow changed: bump PGSS_NG_FILE_VERSION and record its size");
+StaticAssertDecl(sizeof(PgssNgPlanRecord) == PGSS_NG_PLAN_RECORD_SIZE,
+				 "PgssNgPlanRecord changed: bump PGSS_NG_FILE_VERSION and record its size");
 #endif
 
 /*
@@ -76,6 +78,8 @@ typedef struct StmtRestore
 	const char *text;			/* its text (rec->qlen bytes), or NULL */
 	const char *wait_rows;		/* its rec->nwait_events rows of wait
 								 * events (PgssNgWaitRow, unaligned) */
+	const char *plans;			/* its plans (plans_len bytes) */
+	Size		plans_len;
 	bool		text_dropped;	/* set by stmt_restore_init */
 } StmtRestore;
 
@@ -334,6 +338,7 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	}
 	appendBinaryStringInfo(&ss->buf, (const char *) ss->wait_rows,
 						   sizeof(PgssNgWaitRow) * rec.nwait_events);
+	pgss_ng_plans_save(&sh->plans, &ss->buf);
 	ss->fn(ss->buf.data, ss->buf.len, rec.usage, ss->arg);
 	return false;				/* nothing to emit */
 }
@@ -535,6 +540,7 @@ restore_guarded(void *arg)
 	{
 		restore_wait_rows(rec, r->wait_rows);
 		r->rs->restored++;
+		pgss_ng_plans_restore(&rec->key, r->plans, r->plans_len);
 	}
 	else
 		r->rs->skipped++;
@@ -543,18 +549,20 @@ restore_guarded(void *arg)
 
 /*
  * read_record
- *		Copy the fixed part of a record of len bytes (its histograms' counts
- *		and text included) into *rec, its histograms into *hist (if not
- *		NULL; only their windows are set), point *text at its text
- *		(NULL: none) and *wait_rows at its rows of wait events; false if
- *		the record is malformed.
+ *		Copy the fixed part of a record of len bytes (its histograms' counts,
+ *		text, rows of wait events and plans included) into *rec, its
+ *		histograms into *hist (if not NULL; only their windows are set),
+ *		point *text at its text (NULL: none), *wait_rows at its rows of wait
+ *		events and *plans at its plans (*plans_len bytes); false if the
+ *		record is malformed.
  */
 static bool
 read_record(const char *data, Size len, PgssNgStmtRecord *rec,
 			PgssNgHistPair *hist, const char **text,
-			const char **wait_rows)
+			const char **wait_rows, const char **plans, Size *plans_len)
 {
 	Size		counts = 0;
+	Size		fixed;
 	const char *p = data + sizeof(PgssNgStmtRecord);
 	int			w;
 
@@ -569,9 +577,12 @@ read_record(const char *data, Size len, PgssNgStmtRecord *rec,
 	}
 	if (rec->qlen < -1 || rec->nwait_events < 0 ||
 		rec->nwait_events > (int32) (MaxAllocSize / sizeof(PgssNgWaitRow)) ||
-		len != sizeof(PgssNgStmtRecord) + counts + Max(rec->qlen, 0) +
-		sizeof(PgssNgWaitRow) * rec->nwait_events ||
 		!PG_VALID_BE_ENCODING(rec->encoding))
+		return false;
+	fixed = sizeof(PgssNgStmtRecord) + counts + Max(rec->qlen, 0) +
+		sizeof(PgssNgWaitRow) * rec->nwait_events;
+	if (len < fixed ||
+		!pgss_ng_plans_saved_valid(data + fixed, len - fixed))
 		return false;
 	for (w = 0; w < PGSS_NG_HIST_NHIST && hist != NULL; w++)
 	{
@@ -592,6 +603,8 @@ read_record(const char *data, Size len, PgssNgStmtRecord *rec,
 		if (row.wait_event_info == 0)
 			return false;
 	}
+	*plans = data + fixed;
+	*plans_len = len - fixed;
 	return true;
 }
 
@@ -607,8 +620,11 @@ pgss_ng_stmt_record_wellformed(const char *data, Size len)
 	PgssNgStmtRecord rec;
 	const char *text;
 	const char *wait_rows;
+	const char *plans;
+	Size		plans_len;
 
-	return read_record(data, len, &rec, NULL, &text, &wait_rows);
+	return read_record(data, len, &rec, NULL, &text, &wait_rows, &plans,
+					   &plans_len);
 }
 
 /*
@@ -633,7 +649,8 @@ pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data, Size len)
 
 	if (rs->reset)
 		return;
-	if (!read_record(data, len, &rec, &hist, &r.text, &r.wait_rows))
+	if (!read_record(data, len, &rec, &hist, &r.text, &r.wait_rows,
+					 &r.plans, &r.plans_len))
 		elog(ERROR, "pgss_ng restore of a malformed record");
 
 	/* a forged or damaged text must never make the view fail: skip it */

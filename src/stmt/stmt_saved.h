@@ -13,8 +13,9 @@
  *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
  *	  record uint32 length + the record (PgssNgStmtRecord, then the counts
  *	  of its histograms' windows, then qlen bytes of query text, then
- *	  nwait_events rows of wait events, PgssNgWaitRow each), then the
- *	  evicted remainder: uint32 size of a row
+ *	  nwait_events rows of wait events, PgssNgWaitRow each, then its plan
+ *	  rows: PgssNgPlansSaved and per row a PgssNgPlanRecord and textlen
+ *	  bytes of plan text), then the evicted remainder: uint32 size of a row
  *	  (PgssNgEvictedRow, stmt_kind.h), uint32 number of rows and the rows,
  *	  and last the CRC-32C of all the bytes before it.
  *	  A file is only read back by the same format version, PostgreSQL
@@ -57,7 +58,8 @@
  * last_eviction in the info block; 10: a record holds its histograms'
  * windows only (their bounds in the record, their counts after it), and
  * whether each histogram was lost; wait samples per type in the records
- * and the remainder's rows, a record's rows of wait events after its text.
+ * and the remainder's rows, a record's rows of wait events after its text,
+ * then its plan rows.
  */
 #define PGSS_NG_FILE_VERSION	10
 
@@ -72,6 +74,7 @@
 #define PGSS_NG_STMT_RECORD_SIZE	560
 #define PGSS_NG_STMT_RECORD_LAYOUT	UINT64CONST(223984)
 #define PGSS_NG_EVICTED_ROW_SIZE	560
+#define PGSS_NG_PLAN_RECORD_SIZE	80
 
 /*
  * The counters saved in the stats file's info block (the info counters
@@ -112,6 +115,37 @@ typedef struct PgssNgStmtRecord
 	int32		nwait_events;	/* rows of wait events after the text */
 	double		usage;			/* eviction value when saved: last */
 } PgssNgStmtRecord;
+
+/*
+ * A saved statement's plans (plans.c), after its query text: how many plan
+ * rows follow, and its plans_seen and last_plan_change.
+ */
+typedef struct PgssNgPlansSaved
+{
+	int32		nrows;
+	int32		seen;
+	TimestampTz last_change;	/* 0: none */
+} PgssNgPlansSaved;
+
+/*
+ * One saved plan row, written as the struct is; textlen bytes of its
+ * EXPLAIN text follow (textlen -1: none).
+ */
+typedef struct PgssNgPlanRecord
+{
+	uint64		planid;
+	int64		calls;
+	double		total_time;
+	double		min_time;
+	double		max_time;
+	int64		rows;
+	TimestampTz first_call;
+	TimestampTz last_call;
+	int32		encoding;		/* the text's */
+	int32		textlen;
+	bool		have_minmax;
+	bool		text_tried;		/* a capture of its text was tried */
+} PgssNgPlanRecord;
 
 /*
  * The fingerprint of this build's record layout: a term per member, its

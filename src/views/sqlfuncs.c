@@ -81,11 +81,12 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
 /*
  * number of output columns of pgss_ng_detail(): pgss_ng()'s, then
- * last_executed, quantiles, CPU times, wait times
+ * last_executed, quantiles, CPU times, wait times, plans_seen and
+ * last_plan_change
  */
 #define PGSS_NG_DETAIL_COLS \
 	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
-	 2 * PGSS_NG_NUMPHASE + PGSS_NG_WAIT_NGROUPS)
+	 2 * PGSS_NG_NUMPHASE + PGSS_NG_WAIT_NGROUPS + 2)
 
 /*
  * The columns each function makes, by name and type, in the order of the
@@ -132,7 +133,8 @@ static const PgssNgColumn stmt_columns[] = {
 	QUANTILE_COLUMNS("exec"),
 	QUANTILE_COLUMNS("plan"),
 	CPU_COLUMNS,
-	WAIT_COLUMNS
+	WAIT_COLUMNS,
+	{"plans_seen", INT8OID}, {"last_plan_change", TIMESTAMPTZOID}
 };
 StaticAssertDecl(lengthof(stmt_columns) == PGSS_NG_DETAIL_COLS,
 				 "stmt_columns must list every column of pgss_ng_detail()");
@@ -396,6 +398,15 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
 		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
 		i = put_wait_columns(values, nulls, i, es->wait_samples);
+		/* NULL for a statement no plan was identified of (utility) */
+		if (es->plans_seen > 0)
+			values[i++] = Int64GetDatum(es->plans_seen);
+		else
+			nulls[i++] = true;
+		if (es->last_plan_change != 0)
+			values[i++] = TimestampTzGetDatum(es->last_plan_change);
+		else
+			nulls[i++] = true;
 		Assert(i == PGSS_NG_DETAIL_COLS);
 	}
 
