@@ -204,9 +204,9 @@ AS 'MODULE_PATHNAME', 'pgss_ng_waits_info'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 CREATE FUNCTION pgss_ng_plans_info(
-    OUT plans bigint,
-    OUT plans_max bigint,
-    OUT plans_evicted bigint,
+    OUT plan_rows bigint,
+    OUT plan_rows_max bigint,
+    OUT plan_rows_evicted bigint,
     OUT plan_calls_dropped bigint,
     OUT plan_text_bytes bigint,
     OUT plan_text_limit_bytes bigint,
@@ -217,14 +217,10 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_plans_info'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE VIEW pgss_ng_plans_info AS
-  SELECT * FROM pgss_ng_plans_info();
-
-GRANT SELECT ON pgss_ng_plans_info TO PUBLIC;
-
 CREATE OR REPLACE VIEW pgss_ng_info AS
-  SELECT i.*, m.*, w.*
-    FROM pgss_ng_info() i, pgss_ng_info_memory() m, pgss_ng_waits_info() w;
+  SELECT i.*, m.*, w.*, p.*
+    FROM pgss_ng_info() i, pgss_ng_info_memory() m, pgss_ng_waits_info() w,
+         pgss_ng_plans_info() p;
 
 -- the wait-event profile
 CREATE FUNCTION pgss_ng_waits(

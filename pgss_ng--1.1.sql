@@ -16,9 +16,10 @@
 --     for the sampler's counters (the function pgss_ng_info() keeps its
 --     columns: pgss_ng_compat 1.0 depends on it, and may be updated
 --     after pgss_ng).
---   * Plan rows: pgss_ng_plans (a row per plan of each statement) and
---     pgss_ng_plans_info (their counters), pgss_ng_detail's plans_seen and
---     last_plan_change (appended; the function is made again).
+--   * Plan rows: pgss_ng_plans (a row per plan of each statement), their
+--     counters in pgss_ng_info (from pgss_ng_plans_info()), and
+--     pgss_ng_detail's plans_seen and last_plan_change (appended; the
+--     function is made again).
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pgss_ng" to load this file. \quit
@@ -267,9 +268,9 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 -- The plan rows' counters.
 CREATE FUNCTION pgss_ng_plans_info(
-    OUT plans bigint,
-    OUT plans_max bigint,
-    OUT plans_evicted bigint,
+    OUT plan_rows bigint,
+    OUT plan_rows_max bigint,
+    OUT plan_rows_evicted bigint,
     OUT plan_calls_dropped bigint,
     OUT plan_text_bytes bigint,
     OUT plan_text_limit_bytes bigint,
@@ -280,15 +281,12 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'pgss_ng_plans_info'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE VIEW pgss_ng_plans_info AS
-  SELECT * FROM pgss_ng_plans_info();
-
-GRANT SELECT ON pgss_ng_plans_info TO PUBLIC;
-
--- pgss_ng_info()'s columns, then the memory's, then the sampler's.
+-- pgss_ng_info()'s columns, then the memory's, the sampler's and the plan
+-- rows'.
 CREATE VIEW pgss_ng_info AS
-  SELECT i.*, m.*, w.*
-    FROM pgss_ng_info() i, pgss_ng_info_memory() m, pgss_ng_waits_info() w;
+  SELECT i.*, m.*, w.*, p.*
+    FROM pgss_ng_info() i, pgss_ng_info_memory() m, pgss_ng_waits_info() w,
+         pgss_ng_plans_info() p;
 
 GRANT SELECT ON pgss_ng_info TO PUBLIC;
 

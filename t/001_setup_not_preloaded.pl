@@ -55,7 +55,7 @@ my @stmts = (
 	'SELECT * FROM pgss_ng_exec_time_histogram(10, 5, 1, true)',
 	'SELECT * FROM pgss_ng_plan_time_histogram(10, 5, 1, true)',
 	'SELECT * FROM pgss_ng_plans',
-	'SELECT * FROM pgss_ng_plans_info');
+	'SELECT * FROM pgss_ng_plans_info()');
 my $script = '';
 for my $i (0 .. $#stmts)
 {

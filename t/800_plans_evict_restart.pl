@@ -7,12 +7,12 @@
 #      statements are evicted; sum(calls) over pgss_ng plus pgss_ng_evicted
 #      is every execution; each live statement's plan rows add up to its
 #      calls; no plan row is left of an evicted statement
-#      (pgss_ng_plans_info.plans is the view's rows, all of live
+#      (pgss_ng_info.plan_rows is the view's rows, all of live
 #      statements).
 #   2. A clean restart keeps every plan row (counters, times, text) and
 #      pgss_ng_detail's plans_seen and last_plan_change exactly.
 #   3. pgss_ng.plans_max = 100: past it the least used plan rows go
-#      (plans_evicted), a hot statement's stay, the statement sums stay
+#      (plan_rows_evicted), a hot statement's stay, the statement sums stay
 #      exact.
 #   4. pgss_ng.track_plans off (reload): a new statement gets no plan row.
 #   5. PostgreSQL 18: the server reports (pgstat_get_my_plan_id(), read
@@ -104,9 +104,9 @@ is( q_untracked(
 		          (s.userid, s.dbid, s.toplevel, s.queryid))"),
 	'0', 'no plan row of an evicted statement');
 is( q_untracked(
-		'SELECT plans = (SELECT count(*) FROM pgss_ng_plans) FROM pgss_ng_plans_info'),
-	't', 'pgss_ng_plans_info.plans counts the plan rows');
-is(q_untracked('SELECT plans_evicted, plan_calls_dropped FROM pgss_ng_plans_info'),
+		'SELECT plan_rows = (SELECT count(*) FROM pgss_ng_plans) FROM pgss_ng_info'),
+	't', 'pgss_ng_info.plan_rows counts the plan rows');
+is(q_untracked('SELECT plan_rows_evicted, plan_calls_dropped FROM pgss_ng_info'),
 	'0|0', 'no plan row evicted below plans_max (1000), no call dropped');
 
 # --- 2. a clean restart keeps the plan rows ---
@@ -133,7 +133,7 @@ q_untracked('SELECT pgss_ng_reset()');
 $node->safe_psql('postgres', two_plans_script(1001, 1000 + $nstmt, 1));
 $execs = 3 * $nstmt + 20;
 my ($nplans, $plans_evicted, $dropped) = split /\|/,
-  q_untracked('SELECT plans, plans_evicted, plan_calls_dropped FROM pgss_ng_plans_info');
+  q_untracked('SELECT plan_rows, plan_rows_evicted, plan_calls_dropped FROM pgss_ng_info');
 cmp_ok($nplans, '<=', 100, "plan rows ($nplans) within plans_max");
 cmp_ok($plans_evicted, '>', 0, "plan rows evicted ($plans_evicted)");
 is($dropped, '0', 'no call dropped');

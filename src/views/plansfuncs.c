@@ -154,8 +154,9 @@ pgss_ng_plans(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_plans_info
- *		One row of the plan rows' counters (pgss_ng_plans_stats): plans,
- *		plans_max, plans_evicted, plan_calls_dropped, plan_text_bytes,
+ *		One row of the plan rows' counters (pgss_ng_plans_stats), which the
+ *		view pgss_ng_info shows: plan_rows, plan_rows_max,
+ *		plan_rows_evicted, plan_calls_dropped, plan_text_bytes,
  *		plan_text_limit_bytes, plan_text_dropped, plan_text_failures
  *		(docs/reference.md), everyone's: plan texts are not shared between
  *		roles, so their bytes tell nothing of another role's statements.
@@ -166,8 +167,8 @@ Datum
 pgss_ng_plans_info(PG_FUNCTION_ARGS)
 {
 	static const PgssNgColumn columns[] = {
-		{"plans", INT8OID}, {"plans_max", INT8OID},
-		{"plans_evicted", INT8OID}, {"plan_calls_dropped", INT8OID},
+		{"plan_rows", INT8OID}, {"plan_rows_max", INT8OID},
+		{"plan_rows_evicted", INT8OID}, {"plan_calls_dropped", INT8OID},
 		{"plan_text_bytes", INT8OID}, {"plan_text_limit_bytes", INT8OID},
 		{"plan_text_dropped", INT8OID}, {"plan_text_failures", INT8OID}
 	};
