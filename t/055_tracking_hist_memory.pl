@@ -192,7 +192,8 @@ $node->safe_psql('upd',
 	"CREATE EXTENSION pgss_ng VERSION '1.0'; CREATE EXTENSION pgss_ng_compat VERSION '1.0'; "
 	  . "ALTER EXTENSION pgss_ng UPDATE TO '1.1'");
 is($node->safe_psql('upd', $cols), $fresh, '1.0 updated to 1.1: pgss_ng_info has the columns of a fresh 1.1');
-like($fresh, qr/,entry_bytes,qtext_allocated_bytes,hist_bytes,hist_dropped$/, '... appended');
+like($fresh, qr/,last_eviction,entry_bytes,qtext_allocated_bytes,hist_bytes,hist_dropped(,|$)/,
+	'... appended');
 is($node->safe_psql('upd', 'SELECT count(*) FROM pg_stat_statements_info'),
 	'1', 'pgss_ng_compat 1.0 reads pgss_ng_info() still');
 
