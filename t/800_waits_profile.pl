@@ -19,6 +19,8 @@
 #   - a reset clears the rows (a partial one only its entry's), a clean
 #     restart keeps them, a reload with the period 0 stops sampling (the
 #     time columns are NULL);
+#   - an entry never sampled takes no memory for samples (entry_bytes: its
+#     body and hash element, 688 bytes), one sampled a chunk of 56 bytes;
 #   - 1.0 upgraded to 1.1 has the objects of a fresh 1.1.
 use strict;
 use warnings;
@@ -311,11 +313,15 @@ my $all = q{SELECT userid, dbid, toplevel, queryid, wait_event_type,
 
 # --- sampling off --------------------------------------------------------------------
 {
+	# untracked: no entry but those of the statements below
+	my $period_is = sub {
+		local $ENV{PGOPTIONS} = '-c pgss_ng.track=none';
+		return $node->poll_query_until('postgres',
+			'SHOW pgss_ng.wait_sample_period', $_[0]);
+	};
 	untracked_psql($node,
 		'ALTER SYSTEM SET pgss_ng.wait_sample_period = 0; SELECT pg_reload_conf()');
-	ok($node->poll_query_until('postgres',
-			'SHOW pgss_ng.wait_sample_period', '0'),
-		'a new session has the period 0');
+	ok($period_is->('0'), 'a new session has the period 0');
 	$node->safe_psql('postgres', 'SELECT pg_sleep(0.2)');
 	is( untracked_psql(
 			$node,
@@ -325,9 +331,7 @@ my $all = q{SELECT userid, dbid, toplevel, queryid, wait_event_type,
 		'sampling off: the wait time columns are NULL');
 	untracked_psql($node,
 		'ALTER SYSTEM RESET pgss_ng.wait_sample_period; SELECT pg_reload_conf()');
-	ok($node->poll_query_until('postgres',
-			'SHOW pgss_ng.wait_sample_period', '5ms'),
-		'sampling on again');
+	ok($period_is->('5ms'), 'sampling on again');
 	waits_added($node);
 	is( untracked_psql(
 			$node,
@@ -335,6 +339,24 @@ my $all = q{SELECT userid, dbid, toplevel, queryid, wait_event_type,
 			  WHERE s.query = 'SELECT pg_sleep($1)'}),
 		'0',
 		'the statement run while it was off has no samples');
+	# an entry's wait samples are a chunk of its own, made at its first
+	# samples: an entry without is its body (DSA's 640-byte class) and its
+	# hash element (48 bytes), on 64-bit builds
+	my $memory = q{SELECT entries || ' ' || entries_allocated || ' ' ||
+	                      (entry_bytes - 688 * entries) FROM pgss_ng_info};
+	is(untracked_psql($node, $memory), '1 1 0',
+		'never sampled: 688 bytes, its body and hash element, no chunk of samples');
+	$node->safe_psql('postgres', q{SELECT pg_sleep(0.2), 'sampled'});
+	waits_added($node);
+	cmp_ok(
+		untracked_psql(
+			$node,
+			q{SELECT wait_other_time FROM pgss_ng_detail
+			  WHERE query = 'SELECT pg_sleep($1), $2'}),
+		'>', 0,
+		'a statement run with sampling on has samples');
+	is(untracked_psql($node, $memory), '2 2 56',
+		'... and one chunk of them (52 bytes, in DSA\'s 56-byte class)');
 }
 
 # --- 1.0 upgraded is 1.1 ----------------------------------------------------------------

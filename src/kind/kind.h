@@ -101,6 +101,16 @@ typedef enum PgssNgLockKey
 } PgssNgLockKey;
 
 /*
+ * The bytes of a body's chunk on 64-bit builds, for kind data of
+ * shared_size bytes and a key of key_size: its header (48 bytes) before
+ * the data, its eviction node (16) between the data and the key
+ * (kind_shmem.c checks them).  For a kind to check at build time that its
+ * bodies fit a DSA size class.
+ */
+#define PGSS_NG_BODY_SIZE_64(shared_size, key_size) \
+	(48 + MAXALIGN(shared_size) + 16 + (key_size))
+
+/*
  * Kind description, the equivalent of PgStat_KindInfo.  All callbacks are
  * called from backends attached to the kind's area; none may raise an
  * ERROR while the layer holds a lock (they run under LWLocks).

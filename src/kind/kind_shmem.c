@@ -352,6 +352,13 @@ pgss_ng_kind_area(PgssNgKind *kind)
 	return kind->area;
 }
 
+/* PGSS_NG_BODY_SIZE_64 (kind.h) follows the body's layout */
+#if SIZEOF_VOID_P == 8 && MAXIMUM_ALIGNOF == 8
+StaticAssertDecl(PGSS_NG_SHARED_DATA_OFFSET == 48 &&
+				 PGSS_NG_NODE_KEY_OFFSET == 16,
+				 "a body's header or eviction node changed size: update PGSS_NG_BODY_SIZE_64");
+#endif
+
 /*
  * DSA's size classes up to its largest (the bytes an allocation of up to
  * that size takes in a superblock of its class); larger allocations take

@@ -101,6 +101,17 @@ static const PgssNgKindDesc stmt_kind_desc = {
 
 PgssNgKind *pgss_ng_stmt_kind = NULL;
 
+/*
+ * A statement's body fits DSA's 640-byte size class on 64-bit builds (616
+ * bytes now); the next class takes 768, 128 more an entry.  What few
+ * entries use goes in a chunk of its own, as the wait samples do.
+ */
+#if SIZEOF_VOID_P == 8 && MAXIMUM_ALIGNOF == 8
+StaticAssertDecl(PGSS_NG_BODY_SIZE_64(sizeof(PgssNgStmtShared),
+									  sizeof(PgssNgStmtKey)) <= 640,
+				 "a statement entry's body must fit DSA's 640-byte size class: keep what few entries use out of PgssNgStmtShared");
+#endif
+
 const double pgss_ng_quantiles[PGSS_NG_NUM_QUANTILES] = {
 	0.5, 0.9, 0.95, 0.99, 0.999
 };
@@ -296,8 +307,9 @@ stmt_needs_room(PgssNgKind *kind, bool starting)
 
 /*
  * stmt_free
- *		Free callback: release the entry's query text, its rows of wait
- *		events and its plan rows, and free its histograms' chunk.
+ *		Free callback: release the entry's query text, its wait samples
+ *		(their chunk and rows) and its plan rows, and free its histograms'
+ *		chunk.
  */
 static void
 stmt_free(PgssNgKind *kind, void *shared_data)
@@ -512,22 +524,25 @@ stmt_discard_pending(PgssNgEntryRef *ref)
 
 /*
  * stmt_evicted
- *		evicted_cb: fold the final counters and wait samples per type of an
- *		evicted entry into the evicted remainder and, with pgss_ng.evicted_log on, write it to the
- *		eviction log with the start of its text (at most
- *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes; a read cuts it at a character
- *		boundary).  <name>_dealloc held (the eviction run); O(1).
+ *		evicted_cb: fold the final counters and wait samples per type (if
+ *		it has any) of an evicted entry into the evicted remainder and,
+ *		with pgss_ng.evicted_log on, write it to the eviction log with the
+ *		start of its text (at most PGSS_NG_EVICTION_LOG_TEXT - 1 bytes; a
+ *		read cuts it at a character boundary).  <name>_dealloc held (the
+ *		eviction run); O(1).
  */
 static void
 stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	const PgssNgWaitSamples *w = pgss_ng_waits_load(&sh->waits);
+	const uint32 *wait_samples = w ? w->samples : NULL;
 	PgssNgEvictionLogEntry log;
 
 	if (!pgss_ng_eviction_log_on())
 	{
 		pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters,
-							 sh->waits.samples, 1, NULL);
+							 wait_samples, 1, NULL);
 		return;
 	}
 	memcpy(&log.key, key, sizeof(PgssNgStmtKey));
@@ -547,7 +562,7 @@ stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
 	log.stats_since = sh->stats_since;
 	log.evicted_at = 0;			/* set by the fold */
 	pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters,
-						 sh->waits.samples, 1, &log);
+						 wait_samples, 1, &log);
 }
 
 /*

@@ -46,7 +46,8 @@ typedef struct PgssNgStmtShared
 	TimestampTz minmax_stats_since; /* creation or last min/max reset */
 	TimestampTz minmax_reset_at;	/* last min/max reset, 0 if none */
 	TimestampTz last_executed;	/* flush of the last execution, 0: none */
-	PgssNgWaitSamples waits;	/* the sampler's (waits.c): no entry lock */
+	dsa_pointer waits;			/* its wait samples' chunk (waits.h), made
+								 * by the sampler: no entry lock */
 	PgssNgStmtPlans plans;		/* its plan rows (plans.c) */
 	/* times since minmax_stats_since, by phase (hist_store.c) */
 	PgssNgHistStore hist;

@@ -66,6 +66,7 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	ReadState  *st = (ReadState *) arg;
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	PgssNgStmtSnapshot *es = &st->es;
+	const PgssNgWaitSamples *w;
 
 	if (total_calls(&sh->counters) == 0 && sh->counters.errors == 0)
 		return false;
@@ -82,8 +83,9 @@ read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
 	es->stats_since = sh->stats_since;
 	es->minmax_stats_since = sh->minmax_stats_since;
 	es->last_executed = sh->last_executed;
+	w = pgss_ng_waits_load(&sh->waits);
 	for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
-		es->wait_samples[t] = sh->waits.samples[t];
+		es->wait_samples[t] = w ? w->samples[t] : 0;
 	es->plans_seen = sh->plans.seen;
 	es->last_plan_change = sh->plans.last_change;
 	st->has_text = false;
@@ -357,6 +359,8 @@ pgss_ng_stmt_info(PgssNgInfoSnapshot *out)
 	pgss_ng_waits_counters(&out->wait_events_dropped,
 						   &out->wait_samples_lost,
 						   &out->wait_samples_added);
+	/* the entries' chunks of wait samples count as the entries' memory */
+	out->kind.entry_bytes += pgss_ng_waits_chunk_bytes();
 }
 
 /*

@@ -296,6 +296,7 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 {
 	SaveState  *ss = (SaveState *) arg;
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
+	const PgssNgWaitSamples *ws = pgss_ng_waits_load(&sh->waits);
 	PgssNgStmtRecord rec;
 	int			qlen;
 	int			w;
@@ -321,8 +322,9 @@ save_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	rec.minmax_stats_since = sh->minmax_stats_since;
 	rec.last_executed = sh->last_executed;
 	rec.usage = pgss_ng_kind_usage(shared_data);
-	memcpy(rec.wait_samples, sh->waits.samples, sizeof(rec.wait_samples));
-	rec.nwait_events = pgss_ng_waits_copy_rows(&sh->waits, ss->wait_rows,
+	if (ws != NULL)
+		memcpy(rec.wait_samples, ws->samples, sizeof(rec.wait_samples));
+	rec.nwait_events = pgss_ng_waits_copy_rows(ws, ss->wait_rows,
 											   ss->max_wait_rows);
 
 	resetStringInfo(&ss->buf);
@@ -399,7 +401,8 @@ restore_hist(PgssNgStmtShared *sh, const PgssNgStmtRecord *rec,
  *		the arena need room (pgss_ng_qtext_store with restore): one that
  *		does not fit is dropped (ra->text_dropped; counted in
  *		qtext_dropped) and the entry kept; histograms without room are
- *		lost (hist_store.h).  Runs before the entry is published, inside
+ *		lost (hist_store.h), wait samples too (pgss_ng_waits_add_saved).
+ *		Runs before the entry is published, inside
  *		the restore bracket (<name>_dealloc shared); raises an ERROR only
  *		if the text arena's dedup hash runs out of memory or dsa cannot
  *		make a segment (the body is given back, with what it holds).
@@ -417,8 +420,7 @@ stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)
 	sh->stats_since = ra->rec->stats_since;
 	sh->minmax_stats_since = ra->rec->minmax_stats_since;
 	sh->last_executed = ra->rec->last_executed;
-	memcpy(sh->waits.samples, ra->rec->wait_samples,
-		   sizeof(sh->waits.samples));
+	pgss_ng_waits_add_saved(&sh->waits, ra->rec->wait_samples);
 	sh->changed_at = GetCurrentTimestamp();
 	sh->qtext = ra->text ?
 		pgss_ng_qtext_store(pgss_ng_kind_area(kind), ra->text,
@@ -450,10 +452,7 @@ stmt_merge_saved(void *shared_data, void *arg)
 								 rec->minmax_stats_since);
 	sh->last_executed = Max(sh->last_executed, rec->last_executed);
 	/* the writer's, which is the one process that writes them */
-	for (int t = 0; t < PGSS_NG_WAIT_NTYPES; t++)
-		sh->waits.samples[t] = (uint32) Min((uint64) sh->waits.samples[t] +
-											rec->wait_samples[t],
-											PG_UINT32_MAX);
+	pgss_ng_waits_add_saved(&sh->waits, rec->wait_samples);
 	stmt_stamp_changed(sh);
 }
 

@@ -8,11 +8,12 @@
  *	  runs in the writer (writer/sampler.c).
  *
  * Locking: a backend writes its own key slot only, with no lock; readers
- * use its change counter (pgss_ng_waits_collect).  An entry's samples per
- * type are written by the sampler alone (the writer process), under the
- * entry's partition lock held shared; the per-event table and each
- * entry's list of rows in it by the named LWLock pgss_ng_waits, taken
- * innermost.  docs/design.md ("Wait events") has the whole.
+ * use its change counter (pgss_ng_waits_collect).  An entry's chunk of
+ * samples is made, published and written by the sampler alone (the writer
+ * process), under the entry's partition lock held shared, and read with
+ * pgss_ng_waits_load; the per-event table and each entry's list of rows
+ * in it by the named LWLock pgss_ng_waits, taken innermost.
+ * docs/design.md ("Wait events") has the whole.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,9 +46,13 @@ pgss_ng_wait_type(uint32 wait_event_info)
 }
 
 /*
- * What a shared entry keeps of its wait samples: the samples of each type
- * (saturating at PG_UINT32_MAX) and the first of its rows in the
- * per-event table (0: none).  52 bytes.
+ * An entry's wait samples, in a DSA chunk of its own (52 bytes, in DSA's
+ * 56-byte class) that the sampler makes at the entry's first samples: most
+ * entries never get any.  The samples of each type (saturating at
+ * PG_UINT32_MAX) and the first of the entry's rows in the per-event table
+ * (0: none).  The body holds the chunk's dsa_pointer
+ * (PgssNgStmtShared.waits; InvalidDsaPointer: no samples), set once,
+ * after the chunk is filled, and freed with the body.
  */
 typedef struct PgssNgWaitSamples
 {
@@ -163,8 +168,10 @@ extern void pgss_ng_waits_count_lost(int64 n);
 extern void pgss_ng_waits_count_events_dropped(int64 n);
 extern void pgss_ng_waits_set_added(TimestampTz at);
 
-/* the statement kind: its entries' samples */
-extern void pgss_ng_waits_release(PgssNgWaitSamples *w);
+/* the statement kind: its entries' samples (w: the body's pointer) */
+extern PgssNgWaitSamples *pgss_ng_waits_load(const dsa_pointer *w);
+extern void pgss_ng_waits_add_saved(dsa_pointer *w, const uint32 *samples);
+extern void pgss_ng_waits_release(dsa_pointer *w);
 extern int	pgss_ng_waits_rows_max(void);
 extern int	pgss_ng_waits_copy_rows(const PgssNgWaitSamples *w,
 									PgssNgWaitRow *out, int max);
@@ -175,6 +182,7 @@ extern int	pgss_ng_waits_restore_rows(const struct PgssNgStmtKey *key,
 extern void pgss_ng_waits_counters(int64 *events_dropped,
 								   int64 *samples_lost,
 								   TimestampTz *added_at);
+extern int64 pgss_ng_waits_chunk_bytes(void);
 extern void pgss_ng_waits_reset_info(void);
 
 #endif							/* PGSS_NG_WAITS_H */
