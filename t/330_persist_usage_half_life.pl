@@ -55,7 +55,6 @@ sub saved_usage
 		my $len = unpack('L', substr($f, $p, 4));
 		my $rec = substr($f, $p + 4, $len);
 		$p += 4 + $len;
-		next unless $len >= $recsize + length($text)
 		next unless $len >= $recsize;
 		# the histograms' window lengths: after the key (24), counters (424),
 		# have_minmax (2), hist_lost (2) and hist_lo (4)
