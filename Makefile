@@ -68,30 +68,30 @@ SHLIB_LINK = -lxxhash
 
 # Regression tests: sql/NAME.sql, compared with expected/NAME.out (or an
 # alternate expected/NAME_N.out; each sql file says which versions its
-# alternates are for), run in this order on one server.  001_setup comes
+# alternates are for), run in this order on one server.  001_setup_extensions comes
 # first: it creates both extensions and the helpers the others use
 # (pgss_ng_diff, wait_for_other_backends()); the others need only it.  A
 # new sql/ file must be added here.
 REGRESS = \
-	001_setup \
-	002_normalize \
-	003_counters \
-	004_track \
-	005_utility \
-	006_privileges \
-	007_reset \
-	008_info \
-	009_showtext \
-	010_extension_scripts \
+	001_setup_extensions \
+	002_tracking_normalize \
+	003_tracking_counters \
+	004_tracking_track_levels \
+	005_tracking_utility \
+	006_reads_privileges \
+	007_reset_functions \
+	008_reads_info \
+	009_qtext_showtext \
+	010_ext_scripts \
 	011_reset_minmax_pending \
-	012_errors \
-	020_bad_input \
-	021_literals \
-	022_security \
-	030_histogram \
-	031_read_rows \
-	040_compat \
-	050_plans
+	012_failures_errors \
+	020_reads_bad_input \
+	021_tracking_literals \
+	022_ext_security \
+	030_tracking_histogram \
+	031_reads_rows \
+	040_compat_views \
+	050_plans_rows
 # The module must be in shared_preload_libraries, so the suite cannot run
 # against an arbitrary installed server: only on its own temp instance.
 NO_INSTALLCHECK = 1

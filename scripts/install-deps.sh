@@ -41,7 +41,7 @@ PKGS=(
     libc6-dev                # only a Recommends of gcc
     pkg-config
     gnuplot-nox              # bench/: the TPS chart
-    gdb                      # t/120 and t/210 hold a backend inside a lock, t/060 watches a freed plan
+    gdb                      # t/550 and t/210 hold a backend inside a lock, t/060 watches a freed plan
     # the Debian package (scripts/build-deb.sh, debian/tests/smoke)
     debhelper                # dh, with the pgxs sequence of postgresql-server-dev-all
     postgresql-server-dev-all # pg_buildext and the pgxs sequence (pg_virtualenv: postgresql-common)

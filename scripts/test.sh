@@ -46,7 +46,7 @@ PASSES=${PGSS_NG_PASSES:-assert release}
 echo "=== test: installing dependencies"
 bash scripts/install-deps.sh
 
-# t/060_tracking_call_rollback.pl, t/120_locks_wait_events.pl and
+# t/060_tracking_call_rollback.pl, t/550_locks_wait_events.pl and
 # t/210_qtext_privacy.pl drive a backend with gdb, run as postgres like
 # the server.  Yama's ptrace_scope 1 (a
 # debugger may attach to its own descendants only) or 2 (only with

@@ -11,7 +11,7 @@
 # the same argument types, with the first arguments only (a call relying
 # on defaults), and with one more argument that has a default (in the
 # schema of the extension itself, the first arguments only: the others
-# there only stop CREATE EXTENSION, as 022_security shows); each with
+# there only stop CREATE EXTENSION, as 022_ext_security shows); each with
 # the OUT columns of the real one, so that a view or a body could be bound
 # to it.  A planted function records each call in public.hostile_calls and
 # tries to make its owner superuser.  Then, as a superuser, every view of
