@@ -32,7 +32,7 @@
 # Usage (as root or postgres; root re-runs itself as postgres):
 #   PG_CONFIG=/path/to/pg_config [MAXES="5000 50000"] [CALLS=10]
 #       [WORKLOADS="onecall hot"] [VARIANTS="untracked pg_stat_statements
-#       pgss_ng"] [PORT=54349] [OUT=file.json]
+#       pgss_ng"] [PORT=54349] [OUT=file.json] [PGSS_NG_CONF="a = 1; b = 2"]
 #       bash bench/memory.sh
 # Needs pgss_ng installed into that PostgreSQL (scripts/build.sh) and its
 # pg_stat_statements.  About 4 minutes on 2 CPUs with the defaults (most of
@@ -49,6 +49,7 @@ PORT=${PORT:-54349}
 if [ "$(id -u)" -eq 0 ]; then
 	exec runuser -u postgres -- env PG_CONFIG="$PG_CONFIG" MAXES="$MAXES" \
 		CALLS="$CALLS" WORKLOADS="$WORKLOADS" VARIANTS="$VARIANTS" PORT="$PORT" \
+		PGSS_NG_CONF="${PGSS_NG_CONF:-}" \
 		OUT="${OUT:-}" bash "$(readlink -f "$0")"
 fi
 
@@ -157,6 +158,9 @@ fsync = off
 max_connections = 10
 max_parallel_workers_per_gather = 0
 CONF
+		# PGSS_NG_CONF: settings of the pgss_ng variant only, "; "-separated
+		[ $v = pgss_ng ] && [ -n "${PGSS_NG_CONF:-}" ] &&
+			tr ';' '\n' <<<"$PGSS_NG_CONF" >>"$dir/data/postgresql.conf"
 		psql=("$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port")
 		"$BIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
 		RUNNING+=("$dir")
