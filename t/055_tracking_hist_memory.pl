@@ -169,6 +169,7 @@ is(info('hist_bytes'), '0', '... without a chunk');
 run_tracked(join('', ("$stmt{D};") x 10) . "$stmt{B}; $stmt{B}; $stmt{A};");
 my %before = map { $_ => uq(hists($_)) } keys %stmt;
 my $quantiles = 'SELECT * FROM pgss_ng_detail ORDER BY queryid';
+waits_added($node);    # the wait samples of what ran are in before the read
 my $q_before = uq($quantiles);
 my $pos = -s $node->logfile;
 $node->restart;
