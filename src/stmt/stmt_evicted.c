@@ -54,6 +54,7 @@
 #include "utils/timestamp.h"
 
 #include "stmt_kind.h"
+#include "stmt_evicted.h"
 #include "stmt_kind_int.h"
 
 /* Rows of the hash table; rows beyond it go to the overflow rows. */

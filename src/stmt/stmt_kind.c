@@ -35,7 +35,9 @@
 #include "compat/settings_mirror.h"
 #include "qtext.h"
 #include "stmt_kind.h"
+#include "stmt_evicted.h"
 #include "stmt_kind_int.h"
+#include "stmt_read.h"
 
 /* Pending entries allowed per backend before an early flush. */
 #define PGSS_NG_MAX_PENDING		256

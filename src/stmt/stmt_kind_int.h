@@ -25,7 +25,9 @@
 #include "utils/timestamp.h"
 
 #include "hist_store.h"
+#include "plans.h"
 #include "stmt_kind.h"
+#include "stmt_reset.h"
 
 /* Kind data of a shared statement entry. */
 typedef struct PgssNgStmtShared
@@ -64,17 +66,6 @@ typedef struct PgssNgPending
 	PgssNgHistDense hist[PGSS_NG_NUMPHASE];
 } PgssNgPending;
 
-/*
- * What a reset removes (pgss_ng_reset's arguments): entries whose key
- * matches, 0 (InvalidOid) matching any.
- */
-typedef struct PgssNgResetFilter
-{
-	Oid			userid;
-	Oid			dbid;
-	uint64		queryid;
-} PgssNgResetFilter;
-
 /* Partial resets kept for a restore (PgssNgStmtControl.partial). */
 #define PGSS_NG_PARTIAL_RESETS_KEPT	32
 
@@ -100,18 +91,6 @@ typedef struct PgssNgStmtControl
 								 * than kept) */
 	PgssNgResetFilter partial[PGSS_NG_PARTIAL_RESETS_KEPT];
 } PgssNgStmtControl;
-
-/*
- * stmt_reset_match
- *		Does a reset with filter f remove the entry of key?
- */
-static inline bool
-stmt_reset_match(const PgssNgResetFilter *f, const PgssNgStmtKey *key)
-{
-	return (f->userid == InvalidOid || key->userid == f->userid) &&
-		(f->dbid == InvalidOid || key->dbid == f->dbid) &&
-		(f->queryid == UINT64CONST(0) || key->queryid == f->queryid);
-}
 
 extern PgssNgStmtControl *pgss_ng_stmt_ctl;
 
@@ -169,20 +148,6 @@ extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
 									const PgssNgHistAdd *add);
 extern void pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase,
 									double ms);
-
-/* stmt_evicted.c: the evicted remainder and the eviction log */
-extern void pgss_ng_evicted_init(void);
-extern void pgss_ng_evicted_shmem_request(void);
-extern Size pgss_ng_evicted_shmem_size(void);
-extern void pgss_ng_evicted_shmem_startup(void);
-extern void pgss_ng_evicted_fold(const PgssNgStmtKey *key,
-								 const PgssNgCounters *c,
-								 const uint32 *wait_samples, int64 entries,
-								 const PgssNgEvictionLogEntry *log);
-extern bool pgss_ng_eviction_log_on(void);
-extern void pgss_ng_evicted_clear(Oid userid, Oid dbid);
-extern void pgss_ng_eviction_log_remove(const PgssNgResetFilter *f);
-extern void pgss_ng_evicted_restore(const PgssNgEvictedRow *saved);
 
 /* stmt_backend.c */
 extern void pgss_ng_stmt_merge_errors(void);

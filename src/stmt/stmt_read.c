@@ -23,7 +23,9 @@
 
 #include "qtext.h"
 #include "stmt_kind.h"
+#include "stmt_evicted.h"
 #include "stmt_kind_int.h"
+#include "stmt_read.h"
 
 /*
  * State of a read (pgss_ng_stmt_read): what to copy, the filter, the copy

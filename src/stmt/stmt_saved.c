@@ -265,6 +265,28 @@ pgss_ng_stmt_restore_info(PgssNgRestore *rs, const PgssNgSavedInfo *in,
 }
 
 /*
+ * pgss_ng_stmt_restore_max
+ *		The most entries a restore may make: pgss_ng.max (the kind layer's
+ *		max_entries), for the writer, which sees only this module.
+ */
+int
+pgss_ng_stmt_restore_max(void)
+{
+	return pgss_ng_kind_max_entries(pgss_ng_stmt_kind);
+}
+
+/*
+ * pgss_ng_stmt_restore_backing_off
+ *		Whether shared memory ran out and allocations back off now
+ *		(pgss_ng_kind_alloc_backing_off): the writer stops its restore.
+ */
+bool
+pgss_ng_stmt_restore_backing_off(void)
+{
+	return pgss_ng_kind_alloc_backing_off(pgss_ng_stmt_kind);
+}
+
+/*
  * pgss_ng_stmt_loaded / pgss_ng_stmt_set_loaded
  *		Whether the writer has read the stats file since shared memory was
  *		made (it reads it once per life of shared memory).  Written by the

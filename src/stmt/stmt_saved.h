@@ -40,6 +40,9 @@
 #ifndef PGSS_NG_STMT_SAVED_H
 #define PGSS_NG_STMT_SAVED_H
 
+#include "hist.h"
+#include "plans.h"
+#include "stmt_evicted.h"
 #include "stmt_kind.h"
 
 #define PGSS_NG_FILE_MAGIC		0x50474E47	/* "PGNG" */
@@ -225,6 +228,8 @@ extern void pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data,
 extern void pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data,
 									  Size len);
 extern PgssNgEvictedRow *pgss_ng_stmt_save_evicted(int *n);
+extern int	pgss_ng_stmt_restore_max(void);
+extern bool pgss_ng_stmt_restore_backing_off(void);
 extern bool pgss_ng_stmt_loaded(void);
 extern void pgss_ng_stmt_set_loaded(void);
 

@@ -185,4 +185,14 @@ extern void pgss_ng_waits_counters(int64 *events_dropped,
 extern int64 pgss_ng_waits_chunk_bytes(void);
 extern void pgss_ng_waits_reset_info(void);
 
+/*
+ * pgss_ng_waits' rows of one entry (waits.c): the CPU row (event 0) first
+ * if it has CPU samples, then one per wait event kept.
+ */
+typedef void (*PgssNgWaitsEmitFn) (const struct PgssNgStmtKey *key,
+								   const PgssNgWaitRow *rows, int n,
+								   void *arg);
+extern void pgss_ng_waits_read(Oid only_userid, PgssNgWaitsEmitFn emit,
+							   void *arg);
+
 #endif							/* PGSS_NG_WAITS_H */

@@ -59,7 +59,9 @@
 #include "resultcols.h"
 #include "rowform.h"
 #include "sqlfuncs.h"
-#include "stmt/stmt_kind.h"
+#include "stmt/stmt_evicted.h"
+#include "stmt/stmt_read.h"
+#include "stmt/stmt_reset.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_detail);
