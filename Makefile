@@ -33,6 +33,7 @@ OBJS = \
 	src/stmt/stmt_backend.o \
 	src/stmt/stmt_read.o \
 	src/stmt/stmt_evicted.o \
+	src/stmt/stmt_failures.o \
 	src/stmt/stmt_saved.o \
 	src/stmt/waits.o \
 	src/stmt/qtext.o \

@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * frames.h
- *	  Failure frames and notes (frames.c): the tracked hook calls in
- *	  progress, and the failed executions noted while an ERROR is in
- *	  flight, waiting to become pending counts.  Backend-local; knows
- *	  nothing of shared memory or of the kind layer: stmt_backend.c merges
- *	  the notes.
- *
- * A frame is a few stores, pushed inline by the hooks (no clock read, no
- * function call): see frames.c for which calls note their failure where
- * the ERROR passes and which from the abort callbacks.
+ *	  Failure frames (frames.c): the tracked hook calls in progress, pushed
+ *	  and popped inline by the hooks (a few stores: no clock read, no
+ *	  function call), and closed by a failure's note.  Backend-local;
+ *	  knows nothing of shared memory or of the kind layer.
+ *	  docs/design.md, "Failed executions".
  *
  * Locking: none.  Nothing declared here takes a lock, waits or raises an
  * ERROR.
@@ -23,6 +19,8 @@
 #include "executor/execdesc.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+
+#include "stmt/stmt_failures.h"
 
 /* Frames kept (deeper ones are not recorded: their failures count as
  * dropped). */
@@ -75,33 +73,9 @@ typedef struct PgssNgFrame
 	double		prior_ms;		/* END: the execution's run time, ms */
 } PgssNgFrame;
 
-/*
- * A failed execution waiting to be merged: the identity of its statement
- * entry, the time it ran until the error (ms), and the statement's own
- * text, copied (TopMemoryContext, allocated without an out-of-memory
- * ERROR: NULL if the copy failed), which its taker frees.
- */
-typedef struct PgssNgFailureNote
-{
-	Oid			userid;
-	Oid			dbid;
-	uint64		queryid;
-	bool		toplevel;
-	double		elapsed_ms;
-	char	   *text;
-	int			textlen;
-} PgssNgFailureNote;
-
 /* the frame stack (frames.c): frames open, even past the array */
 extern PgssNgFrame pgss_ng_frames[PGSS_NG_MAX_FRAMES];
 extern int	pgss_ng_nframes;
-
-/*
- * Set when failures were noted (or lost) since the last merge, and at
- * start (the backend's exit sequence is not registered yet): the hooks
- * then call pgss_ng_stmt_begin() at a statement's start.
- */
-extern bool pgss_ng_frames_attention;
 
 /*
  * pgss_ng_frame_push
@@ -144,10 +118,5 @@ extern void pgss_ng_stmt_failed(int frame);
 /* abort callbacks (from _PG_init) and, at exit, what a FATAL left open */
 extern void pgss_ng_frames_init(void);
 extern void pgss_ng_stmt_note_open_frames(void);
-
-/* the notes, for their merge (stmt_backend.c) */
-extern bool pgss_ng_stmt_notes_waiting(void);
-extern bool pgss_ng_stmt_take_note(PgssNgFailureNote *note);
-extern int64 pgss_ng_stmt_take_notes_lost(void);
 
 #endif							/* PGSS_NG_FRAMES_H */

@@ -29,6 +29,7 @@
 
 #include "plans.h"
 #include "qtext.h"
+#include "stmt_failures.h"
 #include "stmt_kind_int.h"
 #include "stmt_saved.h"
 

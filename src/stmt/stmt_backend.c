@@ -2,35 +2,17 @@
  *
  * stmt_backend.c
  *	  What a backend does with the statement kind: attach once, record
- *	  plannings and executions (pgss_ng_store) and failed executions
- *	  (pgss_ng_stmt_merge_errors turns the notes of frames.c into pending
- *	  counts), flush, the writer's eviction after a reload, and the one
- *	  exit sequence.
+ *	  plannings and executions (pgss_ng_store), flush (with the merge of
+ *	  failed executions, stmt_failures.c), the writer's eviction after a
+ *	  reload, and the one exit sequence (stmt_exit).  docs/design.md,
+ *	  "Backend side" and "Flush policy".
  *
- * A top-level statement's planning or execution is counted straight into
- * its shared entry (pgss_ng_stmt_lock: one lookup, the entry lock tried,
- * no reference, nothing allocated); only if that lock is busy is it kept
- * pending.  A nested one is counted in
- * pending data (holding a reference, within the backend's share:
- * pgss_ng_kind_pending_limit) flushed at the end of the top-level
- * statement; with no share at all it is counted straight too.  Counting into pending
- * data this backend already holds touches no shared memory and raises
- * nothing; what touches shared memory runs under pgss_ng_kind_guard(): no
- * ERROR escapes, and the lost work is counted as dropped.
- *
- * The exit sequence is one before_shmem_exit callback (stmt_exit),
- * registered by the first attach or statement of the backend, that does,
- * in this order: note the frames a FATAL left open (frames.c), merge
- * every failure noted into pending counts, flush everything pending
- * (waiting for locks), detach from the kind (pgss_ng_kind_detach), and
- * stop counting this process as attached, so that the writer, which waits
- * for attached processes at shutdown (writer.c), finds every count
- * flushed.
+ * What touches shared memory runs under pgss_ng_kind_guard(): no ERROR
+ * escapes, and the lost work is counted as dropped.
  *
  * Owns: whether this backend registered the exit callback and counts in
- * PgssNgStmtControl.nattached; the failure note being merged.
- *
- * Locking: none of its own; the kind layer's (kind.h), the info spinlock.
+ * PgssNgStmtControl.nattached.  Locking: the kind layer's (kind.h), the
+ * info spinlock.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,7 +24,7 @@
 #include "utils/memutils.h"
 
 #include "normalize.h"
-#include "hooks/frames.h"
+#include "stmt_failures.h"
 #include "stmt_kind.h"
 #include "stmt_kind_int.h"
 
@@ -54,10 +36,6 @@ static bool counted_attached = false;
 
 /* attached to the statement kind (pgss_ng_stmt_attach returned true) */
 static bool attached = false;
-
-/* the failure note being merged, for the guard's error path */
-static PgssNgFailureNote merging;
-static bool merging_valid = false;
 
 static void merge_and_flush(bool force);
 
@@ -72,7 +50,8 @@ static void
 stmt_exit(int code, Datum arg)
 {
 	/* a FATAL leaves the frames of the statements it aborted open */
-	pgss_ng_stmt_note_open_frames();
+	if (pgss_ng_stmt_note_at_exit)
+		pgss_ng_stmt_note_at_exit();
 	pgss_ng_stmt_merge_errors();
 	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
@@ -158,86 +137,6 @@ pgss_ng_stmt_begin(void)
 	pgss_ng_frames_attention = false;
 	if (pgss_ng_stmt_notes_waiting())
 		merge_and_flush(true);
-}
-
-/*
- * merge_note
- *		Add one noted failure to this backend's pending counters, making
- *		the entry if needed (with the noted text, or none); dropped if it
- *		cannot be made.  Errors: those of pgss_ng_stmt_pending_failed(),
- *		under the caller's guard.
- */
-static void
-merge_note(const PgssNgFailureNote *n)
-{
-	PgssNgStmtKey key;
-	PgssNgPending *p;
-
-	memset(&key, 0, sizeof(key));
-	key.userid = n->userid;
-	key.dbid = n->dbid;
-	key.queryid = n->queryid;
-	key.toplevel = n->toplevel;
-	p = pgss_ng_stmt_pending_failed(&key, n->text, n->textlen);
-	if (p == NULL)
-		pgss_ng_stmt_count_dropped(1);
-	else
-	{
-		p->counters.errors += 1;
-		p->counters.error_exec_time += n->elapsed_ms;
-	}
-}
-
-/*
- * merge_errors_guarded
- *		The body of pgss_ng_stmt_merge_errors(), run under
- *		pgss_ng_kind_guard().  Each note is taken out of frames.c's
- *		array before it is merged (in merging), so that an ERROR cannot
- *		merge it twice.
- */
-static void
-merge_errors_guarded(void *arg)
-{
-	int64		lost;
-
-	if (!pgss_ng_stmt_attach())
-		return;
-	lost = pgss_ng_stmt_take_notes_lost();
-	if (lost > 0)
-		pgss_ng_stmt_count_dropped(lost);
-	while (pgss_ng_stmt_take_note(&merging))
-	{
-		merging_valid = true;
-		merge_note(&merging);
-		if (merging.text)
-			pfree(merging.text);
-		merging_valid = false;
-	}
-}
-
-/*
- * pgss_ng_stmt_merge_errors
- *		Turn the failed executions noted so far into pending counts: when
- *		the next tracked call opens its frame (flushed at once then), at
- *		every pgss_ng_flush() (the end of each top-level statement, tracked
- *		or not), before a view read or reset of this backend, and at exit.
- *		No ERROR escapes (pgss_ng_kind_guard); a note whose merge raised
- *		one counts as dropped.  Memory: the notes' texts are freed.
- */
-void
-pgss_ng_stmt_merge_errors(void)
-{
-	if (!pgss_ng_stmt_notes_waiting())
-		return;
-	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record failed executions",
-							merge_errors_guarded, NULL) &&
-		merging_valid)
-	{
-		merging_valid = false;
-		if (merging.text)
-			pfree(merging.text);
-		pgss_ng_stmt_count_dropped(1);
-	}
 }
 
 /*

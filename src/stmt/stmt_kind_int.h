@@ -149,7 +149,4 @@ extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
 extern void pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase,
 									double ms);
 
-/* stmt_backend.c */
-extern void pgss_ng_stmt_merge_errors(void);
-
 #endif							/* PGSS_NG_STMT_KIND_INT_H */

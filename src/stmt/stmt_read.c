@@ -24,6 +24,7 @@
 #include "qtext.h"
 #include "stmt_kind.h"
 #include "stmt_evicted.h"
+#include "stmt_failures.h"
 #include "stmt_kind_int.h"
 #include "stmt_read.h"
 

@@ -35,6 +35,7 @@
 #include "utils/wait_event.h"
 
 #include "stmt_kind.h"
+#include "stmt_failures.h"
 #include "stmt_kind_int.h"
 #include "waits.h"
 
