@@ -32,6 +32,7 @@ OBJS = \
 	src/stmt/stmt_kind.o \
 	src/stmt/stmt_backend.o \
 	src/stmt/stmt_read.o \
+	src/stmt/stmt_reset.o \
 	src/stmt/stmt_evicted.o \
 	src/stmt/stmt_failures.o \
 	src/stmt/stmt_saved.o \
