@@ -39,6 +39,9 @@ OBJS = \
 	src/stmt/waits.o \
 	src/stmt/qtext.o \
 	src/stmt/plans.o \
+	src/stmt/plans_make.o \
+	src/stmt/plans_evict.o \
+	src/stmt/plans_read.o \
 	src/stmt/plantext.o \
 	src/stmt/hist.o \
 	src/stmt/hist_store.o \
