@@ -37,6 +37,7 @@ OBJS = \
 	src/stmt/stmt_failures.o \
 	src/stmt/stmt_saved.o \
 	src/stmt/waits.o \
+	src/stmt/waits_entry.o \
 	src/stmt/qtext.o \
 	src/stmt/plans.o \
 	src/stmt/plans_make.o \
