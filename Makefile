@@ -30,6 +30,7 @@ OBJS = \
 	src/writer/statsfile.o \
 	src/writer/sampler.o \
 	src/stmt/stmt_kind.o \
+	src/stmt/stmt_entry.o \
 	src/stmt/stmt_backend.o \
 	src/stmt/stmt_read.o \
 	src/stmt/stmt_reset.o \

@@ -125,7 +125,15 @@ stmt_stamp_changed(PgssNgStmtShared *sh)
 }
 
 /* stmt_kind.c */
+extern bool stmt_may_alloc_hist(void);
 extern void pgss_ng_stmt_count_dropped(int64 n);
+extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
+							   const PgssNgCounters *src,
+							   const bool *src_minmax);
+extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
+									const PgssNgHistAdd *add);
+
+/* stmt_entry.c */
 extern PgssNgPending *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
 										   const char *query, int location,
 										   int len);
@@ -136,17 +144,12 @@ extern PgssNgLockKey pgss_ng_stmt_lock(const PgssNgStmtKey *key,
 									   int len, PgssNgEntryRef *ref);
 extern void pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase,
 									  double ms);
+extern void pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase,
+									double ms);
 extern PgssNgPending *pgss_ng_stmt_keep_pending(PgssNgEntryRef *ref,
 												const char *query,
 												int location, int len);
 extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 								int len);
-extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
-							   const PgssNgCounters *src,
-							   const bool *src_minmax);
-extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
-									const PgssNgHistAdd *add);
-extern void pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase,
-									double ms);
 
 #endif							/* PGSS_NG_STMT_KIND_INT_H */
