@@ -36,6 +36,7 @@ OBJS = \
 	src/stmt/stmt_reset.o \
 	src/stmt/stmt_evicted.o \
 	src/stmt/stmt_failures.o \
+	src/stmt/stmt_saved.o \
 	src/stmt/stmt_restore.o \
 	src/stmt/waits.o \
 	src/stmt/waits_entry.o \
