@@ -1,16 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * frames.c
- *	  Failure frames: the tracked hook calls in progress (frames.h pushes
- *	  and pops them inline), and, when one fails, its note
- *	  (stmt/stmt_failures.h): in its hook's PG_CATCH (pgss_ng_stmt_failed),
- *	  in the abort callbacks for the calls without a PG_TRY, and at exit
- *	  for those a FATAL left open.  docs/design.md, "Failed executions".
- *
- * Runs while an ERROR is in flight: raises nothing, takes no lock, touches
- * no shared memory; the text is copied with a no-OOM allocation.
- *
- * Owns: the frame stack (backend-local).  Locking: none.
+ *	  Failure frames: the tracked hook calls in progress (pushed and popped
+ *	  inline, frames.h) and, when one fails, its note (stmt_failures.h): in
+ *	  its hook's PG_CATCH, from the abort callbacks for the calls without a
+ *	  PG_TRY (ExecutorStart, ExecutorEnd, planning before 17), or at exit for
+ *	  those a FATAL left open.  docs/design.md, "Failed executions".
+ *	  Raises nothing, takes no lock, touches no shared memory.
  *
  *-------------------------------------------------------------------------
  */
@@ -164,16 +160,12 @@ pgss_ng_stmt_failed(int frame)
 
 /*
  * note_aborted
- *		An abort: note the frames left open on top of the stack by calls
- *		without a PG_TRY (PLAN, START, END) that failed, those opened in
- *		subtransaction subid or later (all, with InvalidSubTransactionId),
- *		innermost first, and close them.  Nothing else can be open on top
- *		of the stack then: a call with a PG_TRY closed its frame on the
- *		way out, and below the frames of the aborted (sub)transaction lie
- *		only calls still running (a CALL whose procedure rolls back).
- *		Frames past the array are not known: a transaction's abort counts
- *		them as lost (no call runs on past it), a subtransaction's leaves
- *		them to the calls that opened them.
+ *		An abort: note and close, innermost first, the frames of failed
+ *		calls without a PG_TRY (PLAN, START, END) opened in subtransaction
+ *		subid or later (all: InvalidSubTransactionId); nothing else can be
+ *		on top then (design.md, "Failed executions").  Frames past the
+ *		array: a transaction's abort counts them as lost, a
+ *		subtransaction's leaves them to the calls that opened them.
  */
 static void
 note_aborted(SubTransactionId subid)

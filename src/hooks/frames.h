@@ -2,13 +2,10 @@
  *
  * frames.h
  *	  Failure frames (frames.c): the tracked hook calls in progress, pushed
- *	  and popped inline by the hooks (a few stores: no clock read, no
- *	  function call), and closed by a failure's note.  Backend-local;
- *	  knows nothing of shared memory or of the kind layer.
- *	  docs/design.md, "Failed executions".
- *
- * Locking: none.  Nothing declared here takes a lock, waits or raises an
- * ERROR.
+ *	  and popped inline (a few stores: no clock read, no call).
+ *	  Backend-local, nothing of shared memory or of the kind layer.
+ *	  docs/design.md, "Failed executions".  Locking: none; nothing here
+ *	  takes a lock, waits or raises an ERROR.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,29 +24,25 @@
 #define PGSS_NG_MAX_FRAMES		64
 
 /*
- * What a frame is the call of, and so where its failure is noted and how
- * long the call ran until then:
- *	  EXEC   ExecutorRun or ExecutorFinish: noted in the hook's PG_CATCH;
- *			 the execution's run time so far from its totaltime (which
- *			 the executor times anyway), earlier runs included
- *	  TIMED  planning (with a PG_TRY: PostgreSQL 17 and later) or a
- *			 utility statement: noted in the hook's PG_CATCH; the time
- *			 since start
- *	  PLAN   planning without a PG_TRY (before 17): noted by the abort
- *			 callback (or an enclosing frame's PG_CATCH); the time since
- *			 start
- *	  START  ExecutorStart: as PLAN
- *	  END    ExecutorEnd: as PLAN; the execution's run time (prior_ms)
- * The executor's frames (EXEC, START, END) find their statement through
- * their QueryDesc, which outlives the (sub)transaction's abort callbacks.
+ * What a frame is the call of: where its failure is noted (its hook's
+ * PG_CATCH, or the abort callbacks: PGSS_NG_FRAME_ABORT_NOTED) and how long
+ * it ran until then.  The executor's frames (EXEC, START, END) find their
+ * statement through their QueryDesc, which outlives the abort callbacks.
  */
 typedef enum PgssNgFrameKind
 {
-	PGSS_NG_FRAME_EXEC,
-	PGSS_NG_FRAME_TIMED,
-	PGSS_NG_FRAME_PLAN,
-	PGSS_NG_FRAME_START,
-	PGSS_NG_FRAME_END
+	PGSS_NG_FRAME_EXEC,			/* ExecutorRun or ExecutorFinish: PG_CATCH;
+								 * the run time so far from its totaltime,
+								 * earlier runs included */
+	PGSS_NG_FRAME_TIMED,		/* planning with a PG_TRY (17 and later) or
+								 * a utility statement: PG_CATCH; the time
+								 * since start */
+	PGSS_NG_FRAME_PLAN,			/* planning without a PG_TRY (before 17):
+								 * the abort callback (or an enclosing
+								 * frame's PG_CATCH); the time since start */
+	PGSS_NG_FRAME_START,		/* ExecutorStart: as PLAN */
+	PGSS_NG_FRAME_END			/* ExecutorEnd: as PLAN; the execution's
+								 * run time (prior_ms) */
 } PgssNgFrameKind;
 
 /* frames noted by the abort callbacks: no PG_TRY in their hook */

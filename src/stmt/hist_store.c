@@ -1,23 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * hist_store.c
- *	  A shared entry's time histograms, stored as they are used: nothing
- *	  for a histogram of up to two calls (their times are the entry's
- *	  min and max), then one DSA chunk holding, for each histogram, the
- *	  buckets between its lowest and highest call with some room to spare
- *	  (hist_store.h).  A merge that needs a bucket outside the room
- *	  replaces the chunk with a larger one (a quarter more than the
- *	  window, at least four buckets, and the rest of its DSA size class):
- *	  a statement whose times span two decades uses about 50 of the 322
- *	  buckets.
- *
- * Allocation and errors: the chunk is allocated with DSA_ALLOC_NO_OOM; a
- * merge allocates at most one chunk, before it changes anything, so that
- * an ERROR raised while allocating (a DSM segment that cannot be made)
- * leaves the histograms as they were.  When no chunk can be had, the
- * histograms that needed one are lost (hist_store.h) and their calls
- * counted in PgssNgHistStats.dropped; the caller still counts the calls.
- * PgssNgHistStats.bytes follows every chunk allocated and freed.
+ *	  A shared entry's time histograms stored as used (hist_store.h): none
+ *	  up to two calls, then one DSA chunk with each histogram's window and
+ *	  room to spare, replaced by a larger one as needed.  A merge allocates
+ *	  at most one chunk, before it changes anything; without one the
+ *	  histograms are lost (PgssNgHistStats.dropped).  docs/design.md, "Time
+ *	  histograms".
  *
  *-------------------------------------------------------------------------
  */

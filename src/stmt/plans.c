@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * plans.c
- *	  Plan rows of the statement kind (plans.h): set-up, the merge of
- *	  pending plan counts into the rows at the statement's flush (a plan
- *	  with no row becomes a work item, plans_make.c), min/max reset, free,
- *	  and the counters.  Part of the statement kind.  docs/design.md,
- *	  "Plan rows".
- *
- * Owns: PlansControl, pgss_ng.plans_max.
- * Locking: see plans.h.  Code under an entry lock maps every row it will
- * touch before it writes anything (dsa_get_address may raise).
+ *	  Plan rows (plans.h): set-up, the merge of pending plan counts into the
+ *	  rows at the statement's flush (a plan with no row becomes a work item,
+ *	  plans_make.c), min/max reset, free, counters.  docs/design.md.
+ *	  Owns: PlansControl, pgss_ng.plans_max.  Locking: see plans.h; under an
+ *	  entry lock, every row is mapped before anything is written.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,16 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * plans.h
- *	  Plan rows (plans.c): per statement entry, one row per plan it ran,
- *	  in DSA chunks hanging from its shared data, flushed, read, saved,
- *	  reset and evicted with it; pgss_ng.plans_max bounds them all.  A
- *	  known plan's execution is counted in the statement's pending data
- *	  and merged by its flush under the entry lock it takes anyway: no
- *	  lock, lookup or allocation of its own.
- *
- * Locking: a statement's plan rows are its kind data, under its entry
- * lock.  Their eviction takes the named LWLock pgss_ng_plan_dealloc
- * without waiting, then the statement kind's partition and entry locks.
+ *	  Plan rows (plans*.c): per statement entry, one row per plan it ran, in
+ *	  DSA chunks hanging from its shared data, bounded by pgss_ng.plans_max; a
+ *	  known plan's execution is counted in the statement's pending data and
+ *	  merged by its flush.  docs/design.md, "Plan rows".
+ *	  Locking: a statement's rows are its kind data, under its entry lock;
+ *	  eviction takes pgss_ng_plan_dealloc without waiting, then the kind's.
  *
  *-------------------------------------------------------------------------
  */

@@ -4,9 +4,7 @@
  *	  Eviction of plan rows past pgss_ng.plans_max: a run keeps the most
  *	  valuable PLANS_EVICT_KEEP_PERCENT of plans_max (calls weighted by
  *	  recency) and unlinks the others under their entry locks.
- *	  docs/design.md, "Plan rows".
- *
- * Locking: pgss_ng_plan_dealloc held exclusively for a run; see plans.h.
+ *	  docs/design.md, "Plan rows".  Locking: pgss_ng_plan_dealloc for a run.
  *
  *-------------------------------------------------------------------------
  */

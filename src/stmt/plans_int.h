@@ -1,14 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * plans_int.h
- *	  What the files of the plan rows share and nobody else sees (plans.c:
- *	  set-up, merge at flush, free; plans_make.c: rows made from work items
- *	  and linked; plans_evict.c: eviction past pgss_ng.plans_max;
- *	  plans_read.c: the view's read, save and restore).  Part of the
- *	  statement kind.  docs/design.md, "Plan rows".
- *
- * Locking: see plans.h.  Code under an entry lock maps every row it will
- * touch before it writes anything (dsa_get_address may raise).
+ *	  What the plan rows' files (plans.c, plans_make.c, plans_evict.c,
+ *	  plans_read.c) share and nobody else sees.  docs/design.md, "Plan rows".
+ *	  Locking: see plans.h.
  *
  *-------------------------------------------------------------------------
  */

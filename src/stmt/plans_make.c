@@ -2,13 +2,10 @@
  *
  * plans_make.c
  *	  Plan rows made after the statement's flush from this backend's work
- *	  items (counts of a plan with no row, a captured text), with no lock
- *	  held while allocating, then linked under the entry lock; and what the
- *	  backend knows of the plans whose text it saw to.  docs/design.md,
- *	  "Plan rows".
- *
- * Owns: the work items, the known plans (backend-local), plans_unlinked.
- * Locking: see plans.h.
+ *	  items (counts of a plan with no row, a captured text), allocated with no
+ *	  lock held, then linked under the entry lock; the plans this backend
+ *	  knows it saw the text of.  docs/design.md, "Plan rows".
+ *	  Owns: the work items and known plans (backend-local), plans_unlinked.
  *
  *-------------------------------------------------------------------------
  */
@@ -480,16 +477,11 @@ text_wanted_guarded(void *arg)
 
 /*
  * pgss_ng_plans_text_wanted
- *		At an execution of plan planid of the statement of key, with this
- *		backend's cache of the plan last answered missed (it keeps it with
- *		pgss_ng_plans_known_epoch): should the plan's EXPLAIN text be
- *		captured now (pgss_ng_plans_add_text)?  Wanted when this backend
- *		has not seen to it and the statement has no row of the plan whose
- *		text was tried: at the first execution of a new plan of a statement
- *		that ran before, at the second of a new statement's (LATER at its
- *		first: a statement run once costs no EXPLAIN).  A backend-local
- *		hash first, then the statement's rows (its partition and entry
- *		locks shared).  No ERROR escapes (one answers KNOWN).
+ *		Should the EXPLAIN text of plan planid of key's statement be
+ *		captured now (pgss_ng_plans_add_text)?  When this backend has not
+ *		seen to it and no row of the plan had its text tried: a new plan's
+ *		first execution, a new statement's second (LATER at its first).
+ *		Locks: the entry's, shared.  No ERROR escapes (one answers KNOWN).
  */
 PgssNgPlanText
 pgss_ng_plans_text_wanted(const PgssNgStmtKey *key, uint64 planid)

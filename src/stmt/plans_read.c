@@ -3,10 +3,8 @@
  * plans_read.c
  *	  Plan rows copied out and back: the read for pgss_ng_plans(), the save
  *	  of a statement's rows into its stats file record, and their restore.
- *	  docs/design.md, "Plan rows" and "Persistence".
- *
- * Locking: reads and saves under the entry lock held shared (the kind
- * layer's foreach); a restore inside the restore bracket.
+ *	  docs/design.md, "Plan rows".  Locking: reads and saves under the entry
+ *	  lock held shared; a restore inside the restore bracket.
  *
  *-------------------------------------------------------------------------
  */

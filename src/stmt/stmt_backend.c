@@ -2,17 +2,11 @@
  *
  * stmt_backend.c
  *	  What a backend does with the statement kind: attach once, record
- *	  plannings and executions (pgss_ng_store), flush (with the merge of
- *	  failed executions, stmt_failures.c), the writer's eviction after a
- *	  reload, and the one exit sequence (stmt_exit).  docs/design.md,
- *	  "Backend side" and "Flush policy".
- *
- * What touches shared memory runs under pgss_ng_kind_guard(): no ERROR
- * escapes, and the lost work is counted as dropped.
- *
- * Owns: whether this backend registered the exit callback and counts in
- * PgssNgStmtControl.nattached.  Locking: the kind layer's (kind.h), the
- * info spinlock.
+ *	  plannings and executions (pgss_ng_store), flush (merging failed
+ *	  executions first), the writer's eviction after a reload, and the one
+ *	  exit sequence (stmt_exit).  docs/design.md, "Backend side".  Shared
+ *	  memory is touched under pgss_ng_kind_guard(): no ERROR escapes.
+ *	  Owns: the exit callback's registration, this process's nattached count.
  *
  *-------------------------------------------------------------------------
  */
@@ -119,16 +113,12 @@ pgss_ng_stmt_attached(void)
 
 /*
  * pgss_ng_stmt_begin
- *		At the start of a tracked statement's hook call, when frames.c asks
- *		for it (pgss_ng_frames_attention): the backend's first statement
- *		registers the exit sequence (without attaching), so that it runs
- *		should a FATAL end the very first statement; failures noted since
- *		the last merge are merged and flushed, waiting for entry locks
- *		(held only for a merge or a reader's copy; merge_and_flush), so
- *		that other sessions see them by the time this call starts, even in
- *		a session whose statements all fail (their executions never end,
- *		so no statement end flushes them), and so that a loop catching
- *		errors does not fill the notes.  No ERROR escapes.
+ *		At a tracked statement's start, when asked (pgss_ng_frames_attention):
+ *		register the exit sequence (a FATAL may end the very first
+ *		statement), then merge and flush, waiting for entry locks, the
+ *		failures noted since the last merge: a session whose statements all
+ *		fail never reaches a statement end, and a loop catching errors must
+ *		not fill the notes.  No ERROR escapes.
  */
 void
 pgss_ng_stmt_begin(void)

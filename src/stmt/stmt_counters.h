@@ -1,18 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_counters.h
- *	  The statement kind's counters: the phases, the X-macro lists of the
- *	  counters that add up, PgssNgCounters and their sum, and the CPU time
- *	  of one call.  A leaf: it includes only pgver.h, so that a module
- *	  that needs a counter type (measure.h) does not see the kind.
- *
- * Adding a counter
- *	  One line in PGSS_NG_SUM_COUNTERS (a pg_stat_statements column) or
- *	  PGSS_NG_OWN_COUNTERS (pgss_ng's own) gives it a field, its merge, its
- *	  place in the saved record and its output column; then count it in
- *	  count_one() (stmt_backend.c; a value a hook measures comes as a field
- *	  of PgssNgStore), add the column to the install script and bump
- *	  PGSS_NG_FILE_VERSION (stmt_saved.h).  docs/design.md.
+ *	  The statement kind's counters: phases, the X-macro lists of counters
+ *	  that add up, PgssNgCounters and their sum, a call's CPU time.  A leaf
+ *	  (only pgver.h), for measure.h.  Adding a counter: one X line, counted in
+ *	  count_one() (stmt_backend.c), a column in a new SQL version and a bumped
+ *	  PGSS_NG_FILE_VERSION: docs/design.md, "Adding a counter".
  *
  *-------------------------------------------------------------------------
  */

@@ -2,15 +2,10 @@
  *
  * stmt_entry.c
  *	  A statement's entry as a backend's recording finds it: made with its
- *	  text if missing, its pending data (pgss_ng_stmt_pending), or its
- *	  entry lock tried to count one call straight into it
- *	  (pgss_ng_stmt_lock, pgss_ng_stmt_count_locked); a failed
- *	  execution's text replaced by the first successful one.  Part of the
- *	  statement kind; shares stmt_kind_int.h.  docs/design.md, "Backend
- *	  side".
- *
- * Locking: the kind layer's; counting straight runs under the entry lock
- * held exclusively.  Callers run under pgss_ng_kind_guard().
+ *	  text if missing (init callback), its pending data, or its entry lock
+ *	  tried to count one call straight into it; a failed execution's text
+ *	  replaced by the first successful one.  docs/design.md, "Backend side".
+ *	  Locking: the kind layer's; callers run under pgss_ng_kind_guard().
  *
  *-------------------------------------------------------------------------
  */

@@ -1,13 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_evicted.h
- *	  The evicted remainder and the eviction log (stmt_evicted.c): what
- *	  entries removed at the backstop leave behind, for the statement
- *	  kind's files (fold at eviction, clear at a reset, save and restore)
- *	  and the SQL functions (copies).  docs/design.md, "Eviction and the
- *	  backstop".
- *
- * Locking: see stmt_evicted.c; the caller holds none.
+ *	  The evicted remainder and the eviction log (stmt_evicted.c), for the
+ *	  statement kind's eviction, reset, save and restore, and the SQL
+ *	  functions' copies.  docs/design.md, "Evicted remainder".
+ *	  Locking: see stmt_evicted.c; the caller holds none.
  *
  *-------------------------------------------------------------------------
  */

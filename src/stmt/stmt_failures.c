@@ -1,18 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_failures.c
- *	  Failed executions of the statement kind: the notes that the failure
- *	  frames (hooks/frames.c) take while an ERROR is in flight, and their
- *	  merge into pending errors and error_exec_time counts (when the next
- *	  tracked call starts, at each flush, before a read or reset of this
- *	  backend, at exit).  docs/design.md, "Failed executions".
- *
- * Noting writes only the static array below: no ERROR, no lock.  A
- * failure that finds no room is counted in notes_lost, which the merge
- * counts as dropped.
- *
- * Owns: the notes (backend-local, static); the note being merged.
- * Locking: the merge takes the kind layer's (kind.h).
+ *	  Failed executions: the notes the failure frames (hooks/frames.c) take
+ *	  while an ERROR is in flight (a static array: no ERROR, no lock; no room
+ *	  counts as dropped), and their merge into pending errors and
+ *	  error_exec_time counts where it is safe.  docs/design.md, "Failed
+ *	  executions".  Owns: the notes (backend-local).
  *
  *-------------------------------------------------------------------------
  */

@@ -1,13 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_failures.h
- *	  Failed executions of the statement kind (stmt_failures.c): the notes
- *	  taken while an ERROR is in flight, and their merge into pending
- *	  errors and error_exec_time counts where that is safe.  The failure
- *	  frames (hooks/frames.c) fill the notes.  Backend-local.
- *	  docs/design.md, "Failed executions".
- *
- * Locking: none for the notes; the merge takes the kind layer's locks.
+ *	  Failed executions (stmt_failures.c): the notes the failure frames
+ *	  (hooks/frames.c) fill while an ERROR is in flight, and their merge into
+ *	  pending counts.  Backend-local.  docs/design.md, "Failed executions".
+ *	  Locking: none for the notes; the merge takes the kind layer's.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,17 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_kind.c
- *	  The statement kind: what pg_stat_statements tracks, as a kind of the
- *	  kind layer (key userid, dbid, queryid, toplevel).  Its description
- *	  and callbacks (flush, discard, free, needs room, evicted), the merge
- *	  of pending into shared counters, the control block
- *	  (PgssNgStmtControl: the info counters) and pgss_ng.max, published
- *	  for every process (pgss_ng_stmt_publish_max).  docs/design.md,
- *	  "Layers" and "Shared structures".
- *
- * Locking: shared counters change only under the entry lock held
- * exclusively; the info counters under their spinlock.  Callers run under
- * pgss_ng_kind_guard(): nothing here raises into a user's statement.
+ *	  The statement kind as a kind of the kind layer (key userid, dbid,
+ *	  queryid, toplevel): description, callbacks (flush, discard, free, needs
+ *	  room, evicted), the merge of pending counters, the control block and
+ *	  pgss_ng.max.  docs/design.md, "Layers".  Locking: counters under the
+ *	  entry lock held exclusively, info counters under their spinlock.
  *
  *-------------------------------------------------------------------------
  */
@@ -72,7 +66,7 @@ static const PgssNgKindDesc stmt_kind_desc = {
 	.pending_size = sizeof(PgssNgPending),
 	/*
 	 * the plan slots: valid below their count; the histograms: cleared at
-	 * their phase's first count (count_one)
+	 * their phase's first count (count_time)
 	 */
 	.pending_zeroed = offsetof(PgssNgPending, plans) +
 	PGSS_NG_PLAN_PENDING_ZEROED,
@@ -345,21 +339,12 @@ pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,
 
 /*
  * stmt_flush_pending
- *		Flush callback of the statement kind: lock the entry (through the
- *		kind layer, without waiting when nowait), merge the pending
- *		counters into it, unlock.  Returns false if the entry could not be
- *		locked (busy, or removed: see PgssNgKindDesc).
- *
- * The uses added to the entry's usage: one per planning and execution,
- * less the one its creation already counted when these are the entry's
- * first (as pg_stat_statements "unsticks" an entry), so that every
- * statement run once has the same value however its entry was made.
- * Failed executions count as uses too.  Pending counts that began before
- * the entry's last min/max reset do not set its min/max nor go into its
- * time histograms, which describe the times since that reset.  The entry
- * is stamped as changed at ref->flush_time, the clock read under the lock
- * by pgss_ng_kind_lock_entry (stmt_stamp_changed_at), and last_executed
- * set to that time when executions (successful or failed) are merged.
+ *		Flush callback: lock the entry (without waiting when nowait), merge
+ *		the pending counters, unlock; false if it could not be locked.  Adds
+ *		one use per planning and execution, failed ones too (less the
+ *		creation's at the entry's first: design.md, "Eviction and the
+ *		backstop"); counts older than the last min/max reset set no min/max
+ *		and no histogram.  Stamps changed_at and last_executed at flush_time.
  */
 static bool
 stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)

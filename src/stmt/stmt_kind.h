@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_kind.h
- *	  The statement kind's API for the hooks, _PG_init and the writer: its
- *	  key, what one call records (PgssNgStore), set-up, a backend's
- *	  attachment, recording and flushing.  The counters are in
- *	  stmt_counters.h; readers use stmt_read.h, stmt_reset.h and
- *	  stmt_evicted.h; the writer stmt_saved.h.  docs/design.md, "Layers".
- *
- * Locking: the statement kind's shared data is protected by the kind
- * layer's entry lock (kind.h); nothing declared here needs a lock held by
- * the caller.
+ *	  The statement kind's API for the hooks, _PG_init and the writer: key,
+ *	  PgssNgStore, set-up, attachment, recording, flush.  Counters:
+ *	  stmt_counters.h; readers: stmt_read.h, stmt_reset.h, stmt_evicted.h;
+ *	  the stats file: stmt_saved.h.  docs/design.md, "Layers".
+ *	  Locking: the kind layer's entry lock; no caller needs to hold one.
  *
  *-------------------------------------------------------------------------
  */

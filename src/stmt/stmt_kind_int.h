@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_kind_int.h
- *	  What the files of the statement kind (stmt_kind.c, stmt_backend.c,
- *	  stmt_read.c, stmt_saved.c) share and nobody else sees: the layout of
- *	  a shared statement entry and of its pending data, the control block,
- *	  the pending lookup and the merge, the evicted remainder
- *	  (stmt_evicted.c).
- *
- * Locking: PgssNgStmtShared is protected by its entry lock (kind layer),
- * but qtext_failed, set before the entry is published and cleared once
- * under the lock, may be read without it (a true read is checked again
- * under the lock), and waits is the sampler's (waits.c says how);
- * PgssNgStmtControl by its spinlock, except hist (atomics), loaded (the
- * writer's alone) and npartial/partial (<name>_dealloc: written holding
- * it exclusively, read in the restore bracket).
+ *	  What the statement kind's files share and nobody else sees: the layouts
+ *	  of a shared entry (PgssNgStmtShared) and of pending data, the control
+ *	  block, the lookups, counts and merge.  docs/design.md, "Shared
+ *	  structures".  Locking: PgssNgStmtShared under its entry lock,
+ *	  PgssNgStmtControl under its spinlock, but for the fields that say
+ *	  otherwise.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,11 +26,14 @@
 typedef struct PgssNgStmtShared
 {
 	/* what every read copies first, together (fewer cache lines) */
-	TimestampTz changed_at;		/* last change (see the file header) */
+	TimestampTz changed_at;		/* last change (design.md, "Incremental
+								 * reads") */
 	/*
 	 * qtext is a failed execution's, until the first successful one
-	 * replaces it.  Read by every store into new pending data: kept next to
-	 * the calls, which the flush that follows writes anyway.
+	 * replaces it.  Set before the entry is published, cleared once under
+	 * the entry lock: read without it by every store into new pending data
+	 * (a true read is checked again under it); next to the calls, which
+	 * the flush that follows writes anyway.
 	 */
 	bool		qtext_failed;
 	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
@@ -72,11 +68,11 @@ typedef struct PgssNgPending
 /*
  * The statement kind's control block, in main shared memory: its info
  * counters (those of pgss_ng_info that are not the kind layer's or the
- * text arena's; the histograms' are atomics), whether the stats file was loaded, the number of
- * attached processes, and the partial resets made since shared memory was
- * made, which a restore must not undo (stmt_read.c records them,
- * stmt_saved.c reads them, both under <name>_dealloc: exclusively, and
- * shared in the restore bracket).
+ * text arena's; the histograms' are atomics), whether the stats file was
+ * loaded, the number of attached processes, and the partial resets made
+ * since shared memory was made, which a restore must not undo
+ * (stmt_reset.c records them under <name>_dealloc held exclusively,
+ * stmt_restore.c reads them in the restore bracket, holding it shared).
  */
 typedef struct PgssNgStmtControl
 {
@@ -84,7 +80,8 @@ typedef struct PgssNgStmtControl
 	int64		dropped;		/* plans/executions not recorded */
 	PgssNgHistStats hist;		/* the histograms' chunks (atomics) */
 	TimestampTz stats_reset;	/* last full reset */
-	bool		loaded;			/* the writer has read the stats file */
+	bool		loaded;			/* the writer has read the stats file (the
+								 * writer's alone: no lock) */
 	pg_atomic_uint32 nattached; /* see pgss_ng_stmt_attach */
 	int			npartial;		/* partial resets made, up to
 								 * PGSS_NG_PARTIAL_RESETS_KEPT + 1 (more

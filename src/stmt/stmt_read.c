@@ -48,17 +48,12 @@ typedef struct ReadState
 
 /*
  * read_copy
- *		pgss_ng_kind_foreach visitor: copy one entry (and what
- *		the read asks for: its text into the text buffer, the used slots
- *		of its histograms), unless a reader may not see it yet (an entry
- *		with neither calls, plans nor errors was only made at parse
- *		analysis) or it has not changed since changed_since (changed_at
- *		earlier).  Returns whether it was copied.  Runs with the entry lock
- *		and its partition lock held shared, so it only copies; growing the
- *		text buffer (out of memory) or mapping the segment of a text or a
- *		histogram may raise an ERROR, which aborts the reader's transaction
- *		and releases the locks.  Memory: the buffer lives in the reader's
- *		context.
+ *		pgss_ng_kind_foreach visitor: copy one entry (its text, its
+ *		histograms' used slots, if asked) unless it was only made at parse
+ *		analysis (no calls, plans nor errors) or changed before
+ *		changed_since.  Entry and partition locks held shared: it only
+ *		copies; an ERROR (out of memory, mapping a segment) aborts the
+ *		reader's transaction.  Memory: the reader's context.
  */
 static bool
 read_copy(PgssNgKind *kind, const void *key, const void *shared_data,
@@ -160,19 +155,12 @@ read_emit(void *arg)
 
 /*
  * pgss_ng_stmt_read
- *		Call emit once for every entry a reader may see and that changed at
- *		or after changed_since (DT_NOBEGIN: all of them), with what
- *		"what" asks for besides the key, the counters and the timestamps
- *		(PGSS_NG_READ_TEXT: its text; PGSS_NG_READ_QUANTILES: its time
- *		quantiles).  This backend's noted failures are merged and its
- *		pending counters flushed first (waiting for locks), so a session
- *		always sees its own finished statements.  The snapshot emit is
- *		given, and its text, are only valid during that call.  Locks: the
- *		kind layer's foreach: each entry is copied under its entry
- *		lock, held shared just for the copy; emit runs with no entry lock
- *		but the entry's partition lock held shared (it must take no lock of
- *		the statement kind).  Memory: CurrentMemoryContext, one text buffer
- *		for the whole read.  Errors: out of memory; whatever emit raises.
+ *		Call emit for each visible entry changed at or after changed_since
+ *		(DT_NOBEGIN: all), with the text and quantiles that what asks for;
+ *		this backend's failures and pending counts are merged and flushed
+ *		first.  The snapshot is valid only during emit, which runs with the
+ *		entry's partition lock shared and must take no statement kind lock.
+ *		Memory: CurrentMemoryContext.  Errors: out of memory, emit's.
  */
 void
 pgss_ng_stmt_read(int what, TimestampTz changed_since,

@@ -1,13 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_read.h
- *	  The readers' API of the statement kind (stmt_read.c): a snapshot of
- *	  each entry (PgssNgStmtSnapshot, with its times, quantiles and text),
- *	  of the info counters, and of one entry's histograms.  For the SQL
- *	  functions (views/).  docs/design.md, "What a reader sees".
- *
- * Locking: each entry is copied under its entry lock, shared; the
- * caller holds none.
+ *	  The readers' API (stmt_read.c): a snapshot of each entry, of the info
+ *	  counters and of one entry's histograms, for the SQL functions.
+ *	  docs/design.md, "What a reader sees".  Locking: each entry is copied
+ *	  under its entry lock held shared; the caller holds none.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_reset.c
- *	  The reset of statement entries (pgss_ng_reset): remove the matching
- *	  entries, or restart their min/max, and with them the eviction log's
- *	  and the evicted remainder's rows and, for a full reset, the info
- *	  counters.  Part of the statement kind; shares stmt_kind_int.h.
- *	  docs/design.md, "Resets".
- *
- * Locking: the kind layer's (removal under <name>_dealloc held
- * exclusively; the min/max reset takes each entry's lock exclusively),
- * then the remainder's and the info spinlock.
+ *	  The reset (pgss_ng_reset): remove the matching entries or restart their
+ *	  min/max, with the eviction log's and the remainder's rows and, for a
+ *	  full reset, the info counters.  docs/design.md, "Resets".
+ *	  Locking: removal under <name>_dealloc held exclusively, the min/max
+ *	  reset under each entry lock; then the remainder's and the info spinlock.
  *
  *-------------------------------------------------------------------------
  */
@@ -75,19 +71,11 @@ reset_minmax(void *shared_data, void *arg)
 
 /*
  * reset_locked
- *		pgss_ng_kind_remove_matching's locked callback of a reset, under
- *		<name>_dealloc held exclusively (no eviction in between), so that
- *		no reader sees what the reset removed next to counters that still
- *		count it, or rows of the evicted remainder beside counters zeroed
- *		after them: the eviction log's rows of what it removed go
- *		(pgss_ng_eviction_log_remove); with any queryid, the remainder's
- *		rows of (userid, dbid) too (pgss_ng_evicted_clear); a full reset
- *		restarts the event counters of pgss_ng_info here as well.  A
- *		partial reset's filter is kept for a restore of saved statistics
- *		that has not finished, or not begun (they are older than any reset
- *		since the start), so that what the reset removed does not come
- *		back (stmt_saved.c); a full reset stops a restore through the kind
- *		layer's count of them.
+ *		pgss_ng_kind_remove_matching's locked callback (<name>_dealloc held
+ *		exclusively: no eviction in between): the eviction log's and the
+ *		remainder's rows of what the reset removed, a full reset's info
+ *		counters, and a partial reset's filter kept for a restore that has
+ *		not finished (stmt_restore.c).  design.md, "Resets".
  */
 static void
 reset_locked(void *arg)
@@ -121,23 +109,11 @@ reset_locked(void *arg)
 
 /*
  * pgss_ng_stmt_reset
- *		Remove the entries matching (userid, dbid, queryid), 0 meaning any;
- *		with minmax_only, keep them and restart their min/max times and
- *		time histograms instead.  The eviction log's rows of what is
- *		removed go too, and without a queryid the rows of the evicted
- *		remainder of (userid, dbid) (an overflow row, whose users and
- *		databases are mixed, when it may hold theirs).  Resetting
- *		everything also restarts the event counters of pgss_ng_info
- *		(dealloc, entries_evicted, dropped, backstop_skips, qtext_dropped,
- *		hist_dropped, eviction_time, stats_reset, wait_events_dropped,
- *		wait_samples_lost), and stops a restore in progress
- *		(stmt_saved.c).  All of it in one step under <name>_dealloc
- *		(reset_locked).  Counts still pending in other backends for
- *		removed entries are discarded when they flush: they were made
- *		before the reset.  Returns the time of the reset.  Locks: the kind
- *		layer's (see pgss_ng_kind_remove_matching,
- *		pgss_ng_kind_update_matching), then the remainder's and the info
- *		spinlock.
+ *		Remove the entries matching (userid, dbid, queryid), 0 meaning any,
+ *		or with minmax_only restart their min/max and histograms; the
+ *		caller's pending counts are flushed first, others' discarded at
+ *		their flush.  A full reset also restarts pgss_ng_info's event
+ *		counters and stops a restore.  Returns its time.  design.md, "Resets".
  */
 TimestampTz
 pgss_ng_stmt_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)

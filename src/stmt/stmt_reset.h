@@ -1,11 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_reset.h
- *	  The reset of statement entries (stmt_reset.c): pgss_ng_reset's
- *	  filter, and the reset itself, for the SQL functions.
- *	  docs/design.md, "Resets".
- *
- * Locking: see stmt_reset.c; the caller holds none.
+ *	  The reset of statement entries (stmt_reset.c): pgss_ng_reset's filter,
+ *	  and the reset itself, for the SQL functions.  docs/design.md, "Resets".
+ *	  Locking: see stmt_reset.c; the caller holds none.
  *
  *-------------------------------------------------------------------------
  */

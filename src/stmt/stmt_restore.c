@@ -1,18 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_restore.c
- *	  The statement kind's restore from the stats file (format:
- *	  stmt_saved.h): the info block, the rows of the evicted remainder,
- *	  entries re-created or merged from records (those past pgss_ng.max
- *	  folded into the remainder), each record checked first.  A reset wins
- *	  over a restore: the kind layer's restore bracket puts a reset wholly
- *	  before or after each entry; what a partial reset since the start
- *	  removed is not restored.  docs/design.md, "Persistence".
- *
- * Locking: a restored entry is made inside the restore bracket
- * (<name>_dealloc shared) under its partition lock, then stamped or
- * merged under its entry lock held exclusively; the info counters under
- * their spinlock.
+ *	  The restore from the stats file (format: stmt_saved.h): the info block,
+ *	  the remainder's rows, entries made or merged from checked records (past
+ *	  pgss_ng.max folded into the remainder).  A reset, full or partial, wins
+ *	  over a restore.  docs/design.md, "Persistence". Locking: inside the kind
+ *	  layer's restore bracket (<name>_dealloc shared).
  *
  *-------------------------------------------------------------------------
  */
@@ -237,16 +230,10 @@ restore_hist(PgssNgStmtShared *sh, const PgssNgStmtRecord *rec,
 /*
  * stmt_restore_init
  *		Init callback of a restored entry: counters, histograms, timestamps
- *		and text as saved; changed now (stamped again once published: see
- *		restore_guarded).  The text is stored only where it does not make
- *		the arena need room (pgss_ng_qtext_store with restore): one that
- *		does not fit is dropped (ra->text_dropped; counted in
- *		qtext_dropped) and the entry kept; histograms without room are
- *		lost (hist_store.h), wait samples too (pgss_ng_waits_add_saved).
- *		Runs before the entry is published, inside
- *		the restore bracket (<name>_dealloc shared); raises an ERROR only
- *		if the text arena's dedup hash runs out of memory or dsa cannot
- *		make a segment (the body is given back, with what it holds).
+ *		and text as saved.  A text that would make the arena need room is
+ *		dropped (text_dropped, qtext_dropped), histograms and wait samples
+ *		without room lost.  Before publication, in the restore bracket;
+ *		ERROR only from the dedup hash or a DSA segment (body given back).
  */
 static bool
 stmt_restore_init(PgssNgKind *kind, void *shared_data, void *arg)

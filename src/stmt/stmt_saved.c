@@ -1,15 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_saved.c
- *	  The statement kind's save into the stats file (format: stmt_saved.h,
- *	  whose layout is checked here at compile time): its entries as
- *	  records for the writer, the info block, the rows of the evicted
- *	  remainder, and whether the file was loaded.  The restore is in
- *	  stmt_restore.c.  docs/design.md, "Persistence".
- *
- * Owns: PgssNgStmtControl.loaded (the writer's alone).
- * Locking: records are made under each entry's lock held shared (the kind
- * layer's foreach); the info counters are read under their spinlock.
+ *	  The save into the stats file (format: stmt_saved.h, whose layout is
+ *	  checked here at compile time): entries as records, the info block, the
+ *	  remainder's rows, whether the file was loaded.  docs/design.md,
+ *	  "Persistence".  Locking: each entry's lock held shared while copied.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,17 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * waits.c
- *	  Wait-event samples of the statement kind: set-up, the key slot each
- *	  backend publishes while it runs a tracked statement, the sampler's
- *	  read of every slot with its process's wait event, the counters, and
- *	  the read for pgss_ng_waits().  Where the samples go: waits_entry.c.
- *	  docs/design.md, "Wait events".
- *
- * Owns: the GUCs pgss_ng.wait_sample_period and pgss_ng.wait_events_max,
- * the slots and the table (main shared memory), the LWLock pgss_ng_waits.
- * Locking: a slot is written by its backend only, with no lock
- * (pgss_ng_waits_push); the table under pgss_ng_waits, taken innermost
- * (after a partition lock, an entry lock or <name>_dealloc).
+ *	  Wait-event samples: set-up, the key slot a backend publishes while it
+ *	  runs a tracked statement, the sampler's read of the slots, the counters
+ *	  and the read for pgss_ng_waits() (where samples go: waits_entry.c).
+ *	  Owns: pgss_ng.wait_sample_period and wait_events_max, the slots, the
+ *	  table, the LWLock pgss_ng_waits.  docs/design.md, "Wait events".
  *
  *-------------------------------------------------------------------------
  */

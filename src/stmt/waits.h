@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * waits.h
- *	  Wait-event samples of the statement kind (waits.c): the key each
- *	  backend publishes while it runs a tracked statement, the samples of
- *	  each wait event type kept in every shared entry, and the bounded
- *	  table of samples per (entry, wait event).  The sampler that adds them
- *	  runs in the writer (writer/sampler.c).
- *
- * Locking: a backend writes its own key slot only, with no lock; readers
- * use its change counter (pgss_ng_waits_collect).  An entry's chunk of
- * samples is made, published and written by the sampler alone (the writer
- * process), under the entry's partition lock held shared, and read with
- * pgss_ng_waits_load; the per-event table and each entry's list of rows
- * in it by the named LWLock pgss_ng_waits, taken innermost.
- * docs/design.md ("Wait events") has the whole.
+ *	  Wait-event samples of the statement kind (waits.c, waits_entry.c): the
+ *	  key each backend publishes while it runs a tracked statement, each
+ *	  entry's samples per wait event type, and the bounded table of samples
+ *	  per (entry, wait event); the sampler (writer/sampler.c) adds them.
+ *	  Locking: own key slot, no lock; an entry's chunk by the sampler alone;
+ *	  the table under pgss_ng_waits, innermost.  docs/design.md.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,16 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * waits_entry.c
- *	  Where the sampler's samples go: each shared entry's samples per wait
- *	  event type (PgssNgWaitSamples, a chunk made at the entry's first
- *	  samples) and its rows in the bounded per-event table (the least
- *	  sampled rows dropped when it is full); their copy, save, restore and
- *	  release.  Part of the statement kind.  docs/design.md, "Wait events".
- *
- * Locking: an entry's chunk is made, published and written by the sampler
- * only, under the entry's partition lock held shared (pgss_ng_kind_touch);
- * the table and each entry's list of rows under pgss_ng_waits, taken
- * innermost.
+ *	  Where the sampler's samples go: each entry's samples per wait event
+ *	  type (a chunk made at its first samples) and its rows in the bounded
+ *	  per-event table (the least sampled dropped when full); their copy,
+ *	  save, restore and release.  docs/design.md, "Wait events".
+ *	  Locking: see waits.h.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,13 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * waits_int.h
- *	  What the files of the wait samples share and nobody else sees
- *	  (waits.c: set-up, the key slots, the sampler's read of them, the
- *	  counters, the view's read; waits_entry.c: an entry's samples, its
- *	  chunk and its rows of the per-event table).  Part of the statement
- *	  kind.  docs/design.md, "Wait events".
- *
- * Locking: see waits.c.
+ *	  What the wait samples' files (waits.c, waits_entry.c) share and nobody
+ *	  else sees.  docs/design.md, "Wait events".  Locking: see waits.h.
  *
  *-------------------------------------------------------------------------
  */
