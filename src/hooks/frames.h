@@ -2,7 +2,7 @@
  *
  * frames.h
  *	  Failure frames (frames.c): the tracked hook calls in progress, pushed
- *	  and popped inline (a few stores: no clock read, no call).
+ *	  and popped inline (a few writes: no clock read, no call).
  *	  Backend-local, nothing of shared memory or of the kind layer.
  *	  docs/design.md, "Failed executions".  Locking: none; nothing here
  *	  takes a lock, waits or raises an ERROR.

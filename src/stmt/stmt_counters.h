@@ -14,7 +14,7 @@
 
 #include "pgver.h"
 
-/* What a store call records: a planning or an execution (a "phase"). */
+/* What one call records: a planning or an execution (a "phase"). */
 typedef enum PgssNgPhase
 {
 	PGSS_NG_PLAN = 0,			/* a planning */

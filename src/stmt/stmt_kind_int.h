@@ -31,7 +31,7 @@ typedef struct PgssNgStmtShared
 	/*
 	 * qtext is a failed execution's, until the first successful one
 	 * replaces it.  Set before the entry is published, cleared once under
-	 * the entry lock: read without it by every store into new pending data
+	 * the entry lock: read without it by every count into new pending data
 	 * (a true read is checked again under it); next to the calls, which
 	 * the flush that follows writes anyway.
 	 */

@@ -214,7 +214,7 @@ push_attaching(uint64 queryid, Oid userid, int level)
  *		toplevel whether the nesting level is 0, as this backend's
  *		innermost tracked statement, until pgss_ng_waits_pop() with what
  *		this returns (on the normal and the error path alike): the change
- *		counter, the key, then the depth, a few stores into this backend's
+ *		counter, the key, then the depth, a few writes into this backend's
  *		own slot.  -1 when nothing was published (sampling off, or no
  *		slot).
  */

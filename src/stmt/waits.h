@@ -98,7 +98,7 @@ extern int	pgss_ng_waits_push(uint64 queryid, Oid userid, int level);
 /*
  * pgss_ng_waits_pop
  *		Restore the key published before pgss_ng_waits_push() returned
- *		token.  One store; nothing for -1.
+ *		token.  One write; nothing for -1.
  */
 static inline void
 pgss_ng_waits_pop(int token)

@@ -212,7 +212,7 @@ new_chunk(void)
 /*
  * publish_chunk
  *		Make the filled chunk dp the entry's, whose body holds *w (invalid
- *		until now): a write barrier, then the pointer in one store
+ *		until now): a write barrier, then the pointer in one write
  *		(pgss_ng_waits_load).  Counted in the chunks' bytes until
  *		pgss_ng_waits_release.  The writer's.
  */
