@@ -140,7 +140,7 @@ note_above(int frame)
 }
 
 /*
- * pgss_ng_stmt_failed
+ * pgss_ng_frame_failed
  *		The call of frame ends in an ERROR (called from its hook's PG_CATCH,
  *		before re-throwing): note the frames left open above it, then one
  *		failed execution of its own statement, and close it.  A frame past
@@ -148,7 +148,7 @@ note_above(int frame)
  *		nothing, takes no lock.
  */
 void
-pgss_ng_stmt_failed(int frame)
+pgss_ng_frame_failed(int frame)
 {
 	note_above(frame);
 	if (frame < PGSS_NG_MAX_FRAMES)
@@ -220,18 +220,18 @@ pgss_ng_frames_init(void)
 {
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
-	pgss_ng_stmt_note_at_exit = pgss_ng_stmt_note_open_frames;
+	pgss_ng_stmt_note_at_exit = pgss_ng_frames_note_open;
 }
 
 /*
- * pgss_ng_stmt_note_open_frames
+ * pgss_ng_frames_note_open
  *		At exit (the statement kind's exit callback): the frames still open
  *		are statements that a FATAL aborted (an ERROR closes its frames on
  *		the way out); note one failed execution for each, innermost first,
  *		and close them.  Raises nothing, takes no lock.
  */
 void
-pgss_ng_stmt_note_open_frames(void)
+pgss_ng_frames_note_open(void)
 {
 	int			i;
 

@@ -73,7 +73,7 @@ extern int	pgss_ng_nframes;
 /*
  * pgss_ng_frame_push
  *		Open a frame of kind for a tracked call; returns its number, for
- *		pgss_ng_frame_pop() or pgss_ng_stmt_failed(), and sets *f to the
+ *		pgss_ng_frame_pop() or pgss_ng_frame_failed(), and sets *f to the
  *		frame to fill (NULL past PGSS_NG_MAX_FRAMES: counted, not kept).
  *		No ERROR.
  */
@@ -106,10 +106,10 @@ pgss_ng_frame_pop(int frame)
 }
 
 /* in a hook's PG_CATCH: the call of frame ends in an ERROR */
-extern void pgss_ng_stmt_failed(int frame);
+extern void pgss_ng_frame_failed(int frame);
 
 /* abort callbacks (from _PG_init) and, at exit, what a FATAL left open */
 extern void pgss_ng_frames_init(void);
-extern void pgss_ng_stmt_note_open_frames(void);
+extern void pgss_ng_frames_note_open(void);
 
 #endif							/* PGSS_NG_FRAMES_H */

@@ -432,7 +432,7 @@ text_wanted_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 	if (row)
 		tw->answer = row->text_tried ? PGSS_NG_PLAN_TEXT_KNOWN :
 			PGSS_NG_PLAN_TEXT_WANTED;
-	else if (sh->counters.calls[PGSS_NG_EXEC] > 0)
+	else if (sh->counters.calls[PGSS_NG_PHASE_EXEC] > 0)
 		tw->answer = PGSS_NG_PLAN_TEXT_WANTED;
 	else
 		tw->answer = PGSS_NG_PLAN_TEXT_LATER;

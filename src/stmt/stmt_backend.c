@@ -2,7 +2,7 @@
  *
  * stmt_backend.c
  *	  What a backend does with the statement kind: attach once, record
- *	  plannings and executions (pgss_ng_store), flush (merging failed
+ *	  plannings and executions (pgss_ng_stmt_count_call), flush (merging failed
  *	  executions first), the writer's eviction after a reload, and the one
  *	  exit sequence (stmt_exit).  docs/design.md, "Backend side".  Shared
  *	  memory is touched under pgss_ng_kind_guard(): no ERROR escapes.
@@ -101,19 +101,19 @@ pgss_ng_stmt_attach(void)
 }
 
 /*
- * pgss_ng_stmt_attached
+ * pgss_ng_stmt_nattached
  *		Processes attached and not yet past their exit sequence (walsenders
  *		not counted).  Read without a lock.
  */
 uint32
-pgss_ng_stmt_attached(void)
+pgss_ng_stmt_nattached(void)
 {
 	return pg_atomic_read_u32(&pgss_ng_stmt_ctl->nattached);
 }
 
 /*
- * pgss_ng_stmt_begin
- *		At a tracked statement's start, when asked (pgss_ng_frames_attention):
+ * pgss_ng_stmt_flush_failures
+ *		At a tracked statement's start, when asked (pgss_ng_stmt_attention):
  *		register the exit sequence (a FATAL may end the very first
  *		statement), then merge and flush, waiting for entry locks, the
  *		failures noted since the last merge: a session whose statements all
@@ -121,10 +121,10 @@ pgss_ng_stmt_attached(void)
  *		not fill the notes.  No ERROR escapes.
  */
 void
-pgss_ng_stmt_begin(void)
+pgss_ng_stmt_flush_failures(void)
 {
 	register_exit();
-	pgss_ng_frames_attention = false;
+	pgss_ng_stmt_attention = false;
 	if (pgss_ng_stmt_notes_waiting())
 		merge_and_flush(true);
 }
@@ -210,7 +210,7 @@ count_jit(PgssNgCounters *c, const JitInstrumentation *jitusage)
  *		to add).
  */
 static void
-count_sums(PgssNgCounters *c, const PgssNgStore *s)
+count_sums(PgssNgCounters *c, const PgssNgCall *s)
 {
 	const BufferUsage *bufusage = s->bufusage;
 	const WalUsage *walusage = s->walusage;
@@ -266,7 +266,7 @@ count_sums(PgssNgCounters *c, const PgssNgStore *s)
  *		it used (count_sums).
  */
 static void
-count_one(PgssNgPending *p, const PgssNgStore *s)
+count_one(PgssNgPending *p, const PgssNgCall *s)
 {
 	count_time(p, s->phase, s->total_time);
 	count_sums(&p->counters, s);
@@ -274,17 +274,17 @@ count_one(PgssNgPending *p, const PgssNgStore *s)
 		pgss_ng_plans_count(&p->plans, s->planid, s->total_time, s->rows);
 }
 
-/* What the guarded part of pgss_ng_store() gets, and returns. */
-typedef struct StoreArgs
+/* What the guarded part of pgss_ng_stmt_count_call() gets, and returns. */
+typedef struct CountArgs
 {
-	const PgssNgStore *s;
+	const PgssNgCall *s;
 	PgssNgStmtKey key;
 	bool		dropped;		/* set: nothing could be recorded */
-} StoreArgs;
+} CountArgs;
 
 /*
  * parse_guarded
- *		pgss_ng_store() at parse analysis (s->jstate), under
+ *		pgss_ng_stmt_count_call() at parse analysis (s->jstate), under
  *		pgss_ng_kind_guard(): make sure the entry exists, normalizing the
  *		text if it does not (the normalized text can only be computed
  *		here).  Memory: the normalized text is palloc'd in
@@ -293,8 +293,8 @@ typedef struct StoreArgs
 static void
 parse_guarded(void *arg)
 {
-	StoreArgs  *a = (StoreArgs *) arg;
-	const PgssNgStore *s = a->s;
+	CountArgs  *a = (CountArgs *) arg;
+	const PgssNgCall *s = a->s;
 	const char *query = s->query;
 	int			query_location = s->query_location;
 	int			query_len = s->query_len;
@@ -321,7 +321,7 @@ parse_guarded(void *arg)
  *		guard.
  */
 static bool
-record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
+record_now(const PgssNgStmtKey *key, const PgssNgCall *s)
 {
 	PgssNgEntryRef ref;
 
@@ -364,7 +364,7 @@ record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
 static void
 pending_guarded(void *arg)
 {
-	StoreArgs  *a = (StoreArgs *) arg;
+	CountArgs  *a = (CountArgs *) arg;
 	PgssNgPending *p;
 
 	if (!pgss_ng_stmt_attach())
@@ -378,8 +378,8 @@ pending_guarded(void *arg)
 }
 
 /*
- * pgss_ng_store
- *		Record what s describes (see PgssNgStore): a planning or execution
+ * pgss_ng_stmt_count_call
+ *		Record what s describes (see PgssNgCall): a planning or execution
  *		of a statement, or, with s->jstate, its entry with the normalized
  *		text.  Called from the hooks.  Into pending data this backend holds
  *		for the entry: counted there, nothing else.  Otherwise a top-level
@@ -390,9 +390,9 @@ pending_guarded(void *arg)
  *		planning or execution counted as dropped.
  */
 void
-pgss_ng_store(const PgssNgStore *s)
+pgss_ng_stmt_count_call(const PgssNgCall *s)
 {
-	StoreArgs	a = {.s = s};
+	CountArgs	a = {.s = s};
 	PgssNgPending *p;
 
 	if (s->queryid == UINT64CONST(0) || pgss_ng_stmt_ctl == NULL)
@@ -448,28 +448,28 @@ flush_guarded(void *arg)
 }
 
 /*
- * evict_guarded
- *		The body of pgss_ng_stmt_evict(), run under pgss_ng_kind_guard().
+ * enforce_max_guarded
+ *		The body of pgss_ng_stmt_enforce_max(), run under pgss_ng_kind_guard().
  */
 static void
-evict_guarded(void *arg)
+enforce_max_guarded(void *arg)
 {
 	if (pgss_ng_stmt_attach())
 		pgss_ng_kind_evict(pgss_ng_stmt_kind);
 }
 
 /*
- * pgss_ng_stmt_evict
+ * pgss_ng_stmt_enforce_max
  *		Evict now if live entries exceed max (pgss_ng_kind_evict), for the
  *		writer after it published a lowered pgss_ng.max, so that the table
  *		follows a reload without waiting for some backend's next flush.  No
  *		ERROR escapes (pgss_ng_kind_guard).
  */
 void
-pgss_ng_stmt_evict(void)
+pgss_ng_stmt_enforce_max(void)
 {
 	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "evict statement entries",
-							  evict_guarded, NULL);
+							  enforce_max_guarded, NULL);
 }
 
 /*
@@ -505,7 +505,7 @@ merge_and_flush(bool force)
 void
 pgss_ng_flush(void)
 {
-	if (likely(!pgss_ng_frames_attention) &&
+	if (likely(!pgss_ng_stmt_attention) &&
 		!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 	{
 		/* the plan rows the counts found missing, the texts captured */
@@ -514,7 +514,7 @@ pgss_ng_flush(void)
 		return;
 	}
 	register_exit();
-	pgss_ng_frames_attention = false;
+	pgss_ng_stmt_attention = false;
 	/* walsenders are not waited for at shutdown: never leave anything */
 	merge_and_flush(am_walsender);
 }

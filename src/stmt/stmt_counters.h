@@ -17,8 +17,8 @@
 /* What one call records: a planning or an execution (a "phase"). */
 typedef enum PgssNgPhase
 {
-	PGSS_NG_PLAN = 0,			/* a planning */
-	PGSS_NG_EXEC,				/* an execution */
+	PGSS_NG_PHASE_PLAN = 0,			/* a planning */
+	PGSS_NG_PHASE_EXEC,				/* an execution */
 	PGSS_NG_NUMPHASE
 } PgssNgPhase;
 

@@ -238,7 +238,7 @@ pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)
 	}
 
 	stmt_stamp_changed_at(sh, ref->flush_time);
-	if (phase == PGSS_NG_EXEC)
+	if (phase == PGSS_NG_PHASE_EXEC)
 		sh->last_executed = sh->changed_at;
 	pgss_ng_kind_unlock_key(ref, first ? 0 : 1);
 }

@@ -18,7 +18,7 @@
 /* Failed executions noted between two merges (more count as dropped). */
 #define PGSS_NG_MAX_NOTES		64
 
-bool		pgss_ng_frames_attention = true;
+bool		pgss_ng_stmt_attention = true;
 void		(*pgss_ng_stmt_note_at_exit) (void) = NULL;
 
 static PgssNgFailureNote notes[PGSS_NG_MAX_NOTES];
@@ -33,12 +33,12 @@ static bool merging_valid = false;
  * pgss_ng_stmt_add_note
  *		A note for one failed execution, for the caller to fill, or NULL
  *		when there is no room (counted in notes_lost).  Asks for a merge
- *		(pgss_ng_frames_attention).  Raises nothing, takes no lock.
+ *		(pgss_ng_stmt_attention).  Raises nothing, takes no lock.
  */
 PgssNgFailureNote *
 pgss_ng_stmt_add_note(void)
 {
-	pgss_ng_frames_attention = true;
+	pgss_ng_stmt_attention = true;
 	if (nnotes >= PGSS_NG_MAX_NOTES)
 	{
 		notes_lost++;
@@ -56,7 +56,7 @@ void
 pgss_ng_stmt_count_notes_lost(int64 n)
 {
 	notes_lost += n;
-	pgss_ng_frames_attention = true;
+	pgss_ng_stmt_attention = true;
 }
 
 /*

@@ -31,9 +31,9 @@ typedef struct PgssNgFailureNote
 /*
  * Set when failures were noted (or lost) since the last merge, and at
  * start (the backend's exit sequence is not registered yet): the hooks
- * then call pgss_ng_stmt_begin() at a statement's start.
+ * then call pgss_ng_stmt_flush_failures() at a statement's start.
  */
-extern bool pgss_ng_frames_attention;
+extern bool pgss_ng_stmt_attention;
 
 /*
  * Set by the failure frames' init: notes the frames a FATAL left open,

@@ -376,10 +376,10 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 		PgssNgHistAdd add = {0};
 
 		/* a phase's dense histogram is valid once the phase has a call */
-		if (c->calls[PGSS_NG_PLAN] > 0)
-			pgss_ng_hist_add_dense(&add, PGSS_NG_PLAN, &p->hist[PGSS_NG_PLAN]);
-		if (c->calls[PGSS_NG_EXEC] > 0)
-			pgss_ng_hist_add_dense(&add, PGSS_NG_EXEC, &p->hist[PGSS_NG_EXEC]);
+		if (c->calls[PGSS_NG_PHASE_PLAN] > 0)
+			pgss_ng_hist_add_dense(&add, PGSS_NG_PHASE_PLAN, &p->hist[PGSS_NG_PHASE_PLAN]);
+		if (c->calls[PGSS_NG_PHASE_EXEC] > 0)
+			pgss_ng_hist_add_dense(&add, PGSS_NG_PHASE_EXEC, &p->hist[PGSS_NG_PHASE_EXEC]);
 		pgss_ng_stmt_merge_hist(sh, &add);
 	}
 	/*
@@ -390,13 +390,13 @@ stmt_flush_pending(PgssNgEntryRef *ref, bool nowait)
 	if (p->plans.n > 0 || p->plans.lost > 0)
 		pgss_ng_plans_flush(pgss_ng_kind_area(ref->kind), &sh->plans,
 							&p->plans, ref->key, ref->flush_time, fresh);
-	minmax[PGSS_NG_PLAN] = fresh;
-	minmax[PGSS_NG_EXEC] = fresh;
+	minmax[PGSS_NG_PHASE_PLAN] = fresh;
+	minmax[PGSS_NG_PHASE_EXEC] = fresh;
 	pgss_ng_stmt_merge(sh, c, minmax);
 	if (first && uses > 0)
 		uses -= 1;
 	stmt_stamp_changed_at(sh, ref->flush_time);
-	if (c->calls[PGSS_NG_EXEC] > 0 || c->errors > 0)
+	if (c->calls[PGSS_NG_PHASE_EXEC] > 0 || c->errors > 0)
 		sh->last_executed = sh->changed_at;
 
 	pgss_ng_kind_unlock_entry(ref, uses);
@@ -454,8 +454,8 @@ stmt_evicted(PgssNgKind *kind, const void *key, const void *shared_data)
 		log.qlen = Min(len, PGSS_NG_EVICTION_LOG_TEXT - 1);
 		memcpy(log.query, data, log.qlen);
 	}
-	log.calls = sh->counters.calls[PGSS_NG_EXEC];
-	log.total_exec_time = sh->counters.total_time[PGSS_NG_EXEC];
+	log.calls = sh->counters.calls[PGSS_NG_PHASE_EXEC];
+	log.total_exec_time = sh->counters.total_time[PGSS_NG_PHASE_EXEC];
 	log.stats_since = sh->stats_since;
 	log.evicted_at = 0;			/* set by the fold */
 	pgss_ng_evicted_fold((const PgssNgStmtKey *) key, &sh->counters,

@@ -2,7 +2,7 @@
  *
  * stmt_kind.h
  *	  The statement kind's API for the hooks, _PG_init and the writer: key,
- *	  PgssNgStore, set-up, attachment, recording, flush.  Counters:
+ *	  PgssNgCall, set-up, attachment, recording, flush.  Counters:
  *	  stmt_counters.h; readers: stmt_read.h, stmt_reset.h, stmt_evicted.h;
  *	  the stats file: stmt_saved.h.  docs/design.md, "Layers".
  *	  Locking: the kind layer's entry lock; no caller needs to hold one.
@@ -40,7 +40,7 @@ typedef struct PgssNgStmtKey
 } PgssNgStmtKey;
 
 /*
- * What one pgss_ng_store() call records, built by a hook with designated
+ * What one pgss_ng_stmt_count_call() call records, built by a hook with designated
  * initializers (a field left out is 0 or NULL).  The statement is located
  * in its source string by query_location and query_len.  With jstate
  * (parse analysis of a statement with constants) only the entry is made,
@@ -49,7 +49,7 @@ typedef struct PgssNgStmtKey
  * used.  A counter fed by a hook is one field here, filled by the hook and
  * read by count_one() (stmt_backend.c).
  */
-typedef struct PgssNgStore
+typedef struct PgssNgCall
 {
 	const char *query;			/* the source string */
 	int			query_location; /* the statement's place in it */
@@ -66,7 +66,7 @@ typedef struct PgssNgStore
 	const PgssNgParallelWorkers *parallel;	/* or NULL: none measured */
 	const PgssNgCpuTime *cpu;	/* or NULL: not sampled */
 	uint64		planid;			/* an execution's plan (plans.h), 0: none */
-} PgssNgStore;
+} PgssNgCall;
 
 /* the statement kind's handle in the kind layer */
 extern PgssNgKind *pgss_ng_stmt_kind;
@@ -94,19 +94,19 @@ pgss_ng_stmt_ready(void)
 
 /* a backend's attachment, with its exit sequence: stmt_backend.c */
 extern bool pgss_ng_stmt_attach(void);
-extern uint32 pgss_ng_stmt_attached(void);
+extern uint32 pgss_ng_stmt_nattached(void);
 
 /* the hooks: stmt_backend.c */
-extern void pgss_ng_store(const PgssNgStore *s);
+extern void pgss_ng_stmt_count_call(const PgssNgCall *s);
 extern void pgss_ng_flush(void);
 
 /* the writer, after a reload: stmt_backend.c */
-extern void pgss_ng_stmt_evict(void);
+extern void pgss_ng_stmt_enforce_max(void);
 
 /*
  * failed executions: at a tracked statement's start, when frames.h's
- * pgss_ng_frames_attention asks for it
+ * pgss_ng_stmt_attention asks for it
  */
-extern void pgss_ng_stmt_begin(void);
+extern void pgss_ng_stmt_flush_failures(void);
 
 #endif							/* PGSS_NG_STMT_KIND_H */

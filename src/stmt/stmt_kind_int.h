@@ -98,7 +98,7 @@ extern PgssNgStmtControl *pgss_ng_stmt_ctl;
 static inline int64
 total_calls(const PgssNgCounters *c)
 {
-	return c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC];
+	return c->calls[PGSS_NG_PHASE_PLAN] + c->calls[PGSS_NG_PHASE_EXEC];
 }
 
 /*

@@ -71,7 +71,7 @@ partial_reset_removed(const PgssNgStmtKey *key, bool row)
 }
 
 /*
- * pgss_ng_stmt_evict_record
+ * pgss_ng_stmt_fold_record
  *		A saved entry that is not restored because pgss_ng.max is lower
  *		than what was saved: fold its counters into the evicted remainder,
  *		as one entry, and count it in entries_evicted (the first such
@@ -82,7 +82,7 @@ partial_reset_removed(const PgssNgStmtKey *key, bool row)
  *		bracket, then the remainder's LWLock.
  */
 void
-pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data, Size len)
+pgss_ng_stmt_fold_record(PgssNgRestore *rs, const char *data, Size len)
 {
 	PgssNgStmtRecord rec;
 

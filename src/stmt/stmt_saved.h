@@ -185,7 +185,7 @@ extern void pgss_ng_stmt_restore_info(PgssNgRestore *rs,
 									  const char *evicted, uint32 nevicted);
 extern void pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data,
 										Size len);
-extern void pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data,
+extern void pgss_ng_stmt_fold_record(PgssNgRestore *rs, const char *data,
 									  Size len);
 extern PgssNgEvictedRow *pgss_ng_stmt_save_evicted(int *n);
 extern int	pgss_ng_stmt_restore_max(void);

@@ -538,7 +538,7 @@ pgss_ng_statsfile_load(void (*between_records) (void))
 		uint32		reclen = 0;
 
 		(void) read_uint32(data, len, &pos, &reclen);	/* checked */
-		pgss_ng_stmt_evict_record(&rs, data + pos, reclen);
+		pgss_ng_stmt_fold_record(&rs, data + pos, reclen);
 		pos += reclen;
 	}
 
