@@ -53,14 +53,10 @@ bucket_upper_init(void)
 /*
  * pgss_ng_hist_bucket
  *		The bucket of a time in ms: 0 below 8 ns (and for NaN), 321 from
- *		about 5.3 days, else the k whose bounds (pgss_ng_hist_bounds) hold
- *		it, 1 + floor(7 * log2(ms / 0.000008)) up to rounding.
- *
- * Without log2(): the binary exponent e of ms (ms = 2^e * m, 1 <= m < 2)
- * leaves 8 candidates, 7e + 119 to 7e + 126 (8 ns is 2^-16.93..., so
- * bucket 7e + 118 ends below 2^e and 7e + 126 beyond 2^(e+1)), and three
- * comparisons with the bounds pick the first whose upper bound exceeds
- * ms.  So a time is always in the bucket whose bounds hold it.
+ *		about 5.3 days, else the k whose bounds (pgss_ng_hist_bounds) hold it,
+ *		1 + floor(7 * log2(ms / 0.000008)) up to rounding; found without log2()
+ *		from ms's binary exponent e (candidates 7e + 119 to 7e + 126: design.md,
+ *		"Time histograms").
  */
 int
 pgss_ng_hist_bucket(double ms)

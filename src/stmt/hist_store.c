@@ -201,15 +201,12 @@ lose(PgssNgHistStore *hs, PgssNgHistChunk *c, PgssNgHistStats *st, int w,
 
 /*
  * pgss_ng_hist_store_merge
- *		Add the calls of add into the histograms of hs.  min_ms and
- *		max_ms are the entry's min and max of each phase before this merge:
- *		the times of a small histogram's calls.  A new chunk is allocated
- *		only where a histogram outgrows its room (or its small state), and
- *		tried only if may_alloc (when not NULL) says so, asked then only;
- *		without one, those histograms are lost.
- *
- * Entry lock held exclusively.  Errors: only those dsa raises while
- * allocating or mapping (not out of memory), before anything changed.
+ *		Add the calls of add into hs's histograms; min_ms and max_ms are each
+ *		phase's min and max before this merge (a small histogram's calls).  A
+ *		chunk is allocated only where a histogram outgrows its room, if
+ *		may_alloc (when not NULL) says so; without one, those histograms are
+ *		lost.  Entry lock held exclusively.  Errors: only dsa's (not out of
+ *		memory), before anything changed.
  */
 void
 pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,

@@ -216,14 +216,12 @@ extern void pgss_ng_plans_flush_slow(PgssNgStmtPlans *sp,
 
 /*
  * pgss_ng_plans_flush
- *		Merge a statement's pending plan counts into its plan rows, from
- *		its flush callback (entry lock held exclusively; area is the
- *		statement kind's, key its ref->key, now the flush's time): each
- *		plan's counts to its row, or, with no row yet, to a work item
- *		(pgss_ng_plans_work makes it).  One plan whose row is the
- *		statement's first, the common case, is merged here, inline; the
- *		rest by pgss_ng_plans_flush_slow().  Rows are mapped before
- *		anything is written (dsa_get_address may raise).
+ *		Merge a statement's pending plan counts into its rows, from its flush
+ *		callback (entry lock exclusive; key its ref->key, now the flush's
+ *		time): each plan's counts to its row, or to a work item when it has
+ *		none.  The common case, one plan whose row is the first, inline; the
+ *		rest by pgss_ng_plans_flush_slow().  Rows are mapped before anything is
+ *		written (dsa_get_address may raise).
  */
 static inline void
 pgss_ng_plans_flush(dsa_area *area, PgssNgStmtPlans *sp,

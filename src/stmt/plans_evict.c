@@ -121,13 +121,11 @@ unlink_victim(void *shared_data, void *arg)
 
 /*
  * plans_evict_rows
- *		If rows are past plans_max and no other backend is evicting them
- *		(pgss_ng_plan_dealloc, taken without waiting), evict the least valuable
- *		down to PLANS_EVICT_KEEP_PERCENT of it: one pass over the
- *		statements (their entry locks shared) keeps the victims in a
- *		bounded heap, then each is taken off its list under its entry
- *		lock and freed.  Their counts stay in their statements' (and,
- *		once evicted, in the evicted remainder).  Memory: the heap, in
+ *		If rows are past plans_max and no other backend is evicting
+ *		(pgss_ng_plan_dealloc, not waited for), evict the least valuable down
+ *		to PLANS_EVICT_KEEP_PERCENT of it: one pass (entry locks shared) fills a
+ *		bounded heap, then each victim leaves its list under its entry lock and
+ *		is freed; its counts stay in its statement's.  Memory: the heap, in
  *		CurrentMemoryContext.
  */
 void

@@ -138,13 +138,12 @@ plans_make_row(dsa_area *area, const PlanWork *w, TimestampTz now)
 
 /*
  * link_rows
- *		pgss_ng_kind_update callback (entry lock held exclusively): put
- *		each row of the chain on the statement's list, or, if the list has
- *		a row of its plan already (another backend made it), merge it into
- *		that one, which takes its text if it has none and none was tried;
- *		the rows merged are left in la->chain for the caller to free.  A
- *		new plan (not a restored row) counts in plans_seen and, past the
- *		first, sets last_plan_change; the statement then changed.
+ *		pgss_ng_kind_update callback (entry lock exclusive): put each row of
+ *		the chain on the statement's list, or merge it into the list's row of
+ *		its plan (made by another backend; it takes the text if it has none and
+ *		none was tried), leaving it in la->chain to free.  A new plan (not
+ *		restored) counts in plans_seen and, past the first, sets
+ *		last_plan_change; the statement then changed.
  */
 static void
 link_rows(void *shared_data, void *arg)

@@ -251,14 +251,12 @@ pgss_ng_plans_saved_valid(const char *data, Size len)
 
 /*
  * pgss_ng_plans_restore
- *		Re-create the saved plans (data, len bytes: checked by
- *		pgss_ng_plans_saved_valid) of the statement of key, restored or
- *		merged just before: make its rows (a saved text that is not valid
- *		in its encoding, or does not fit, is left out), link them
- *		(link_rows: a row of the same plan made meanwhile takes its
- *		counts) and add its plans_seen and last_plan_change.  Rows past
- *		the backstop, or beyond shared memory, are not restored.  Inside
- *		the restore bracket (<name>_dealloc shared), under its guard.
+ *		Re-create the checked saved plans (data, len) of key's statement,
+ *		restored or merged just before: make its rows (a text invalid in its
+ *		encoding, or that does not fit, left out), link them (a row of the same
+ *		plan made meanwhile takes their counts), add plans_seen and
+ *		last_plan_change.  Rows past the backstop or shared memory are not
+ *		restored.  In the restore bracket, under its guard.
  */
 void
 pgss_ng_plans_restore(const PgssNgStmtKey *key, const char *data, Size len)

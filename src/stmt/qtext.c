@@ -453,13 +453,11 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 
 /*
  * pgss_ng_qtext_needs_room
- *		Whether entries should be evicted to make room (the kind's
- *		needs_room_cb): with starting, whether the charged bytes are past
- *		the high-water mark, the cap minus QTEXT_RESERVE; without, whether
- *		they are still past the low-water mark, the cap minus twice that.
- *		So an eviction for room frees about QTEXT_RESERVE at once, and the
- *		next one is due only after that much more text.  One atomic read:
- *		a hint, checked again at every call; never raises an ERROR.
+ *		The kind's needs_room_cb: with starting, whether the charged bytes are
+ *		past the cap minus QTEXT_RESERVE; without, whether still past the cap
+ *		minus twice that, so an eviction for room frees about QTEXT_RESERVE at
+ *		once.  One atomic read: a hint, checked again at every call; never
+ *		raises an ERROR.
  */
 bool
 pgss_ng_qtext_needs_room(bool starting)

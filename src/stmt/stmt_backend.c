@@ -72,15 +72,11 @@ register_exit(void)
 
 /*
  * pgss_ng_stmt_attach
- *		Attach this backend to the statement kind's shared entries, once,
- *		and register the exit sequence.  False when the library was not
- *		preloaded, or at exit after the detach (see pgss_ng_kind_attach).
- *
- * Counts the attached processes that the writer (writer.c) waits for at
- * shutdown, until their exit sequence is done.  Not walsenders: PostgreSQL
- * stops them only after the background workers, so the writer could not
- * wait for them; they flush with a waiting lock at every statement end
- * instead (pgss_ng_flush).
+ *		Attach this backend to the statement kind, once, and register the
+ *		exit sequence; false when not preloaded, or at exit after the detach.
+ *		Counts the process in nattached, which the writer waits for at
+ *		shutdown; not walsenders (stopped after the background workers): they
+ *		flush with a waiting lock at every statement end.
  */
 bool
 pgss_ng_stmt_attach(void)
@@ -312,13 +308,12 @@ parse_guarded(void *arg)
 
 /*
  * record_now
- *		Count s straight into its shared entry (key), making it if needed
- *		(pgss_ng_stmt_lock, pgss_ng_stmt_count_hist, then
- *		pgss_ng_stmt_count_locked), or, if the entry
- *		lock is busy, in new pending data of this backend's.  False when
- *		the entry could not be made (the caller counts it as dropped).
- *		Errors: those of the kind layer and the text arena; called under a
- *		guard.
+ *		Count s straight into its shared entry (key), made if needed
+ *		(pgss_ng_stmt_lock, then the histogram, the plan rows and
+ *		pgss_ng_stmt_count_locked), or, if the entry lock is busy, in new
+ *		pending data.  False when the entry could not be made (the caller
+ *		counts a drop).  Errors: the kind layer's and the text arena's, under
+ *		a guard.
  */
 static bool
 record_now(const PgssNgStmtKey *key, const PgssNgCall *s)
@@ -379,15 +374,12 @@ pending_guarded(void *arg)
 
 /*
  * pgss_ng_stmt_count_call
- *		Record what s describes (see PgssNgCall): a planning or execution
- *		of a statement, or, with s->jstate, its entry with the normalized
- *		text.  Called from the hooks.  Into pending data this backend holds
- *		for the entry: counted there, nothing else.  Otherwise a top-level
- *		statement's (or any, without a share of pending references) is
- *		counted straight into its shared entry, a nested one's in new
- *		pending data (see the file header).  No ERROR escapes into the
- *		user's statement: one raised below is caught, logged, and the
- *		planning or execution counted as dropped.
+ *		Record what s describes (PgssNgCall), from the hooks: a planning or
+ *		execution, or with s->jstate the entry and its normalized text.  Into
+ *		pending data this backend holds for the entry if any; else a top-level
+ *		statement's (or any, with no share of pending references) straight into
+ *		its entry, a nested one's into new pending data.  No ERROR escapes: one
+ *		raised is logged and the call counted as dropped.
  */
 void
 pgss_ng_stmt_count_call(const PgssNgCall *s)
@@ -474,13 +466,11 @@ pgss_ng_stmt_enforce_max(void)
 
 /*
  * merge_and_flush
- *		Merge the failed executions noted since the last merge into the
- *		pending counters (pgss_ng_stmt_merge_errors), flush this backend's
- *		pending statement counters (pgss_ng_kind_flush, waiting for entry
- *		locks with force), then evict if live entries exceed max.  An ERROR
- *		(e.g. a DSM segment that cannot be mapped while freeing) is caught
- *		and logged (pgss_ng_kind_guard); what stayed pending is retried
- *		next time.
+ *		Merge the failures noted since the last merge, flush this backend's
+ *		pending counters (waiting for entry locks with force), then run an
+ *		eviction if live entries exceed max.  An ERROR (e.g. a DSM segment
+ *		that cannot be mapped) is caught and logged (pgss_ng_kind_guard); what
+ *		stayed pending is retried next time.
  */
 static void
 merge_and_flush(bool force)

@@ -94,15 +94,12 @@ release_text(dsa_pointer text)
 
 /*
  * replace_failed_text
- *		ref's entry was made by a failed execution, with its text: give it
- *		the text of this successful planning or execution instead (the
- *		statement in the source string query), as pg_stat_statements keeps
- *		the first successful one's.  The text is stored with no lock held
- *		and swapped under the entry lock, taken as a flush without waiting
- *		takes it (busy: a later execution tries again); the one not kept
- *		is released after.
- *		Errors: an out-of-memory ERROR of the text arena, under the
- *		caller's guard.
+ *		ref's entry was made by a failed execution: give it this successful
+ *		call's text (the statement in source string query), as
+ *		pg_stat_statements keeps the first success's.  Stored with no lock
+ *		held, swapped under the entry lock taken without waiting (busy: a later
+ *		call tries again); the text not kept is released.  Errors: the text
+ *		arena's out of memory, under the caller's guard.
  */
 static void
 replace_failed_text(PgssNgEntryRef *ref, const char *query, int location,
@@ -130,15 +127,12 @@ replace_failed_text(PgssNgEntryRef *ref, const char *query, int location,
 
 /*
  * pgss_ng_stmt_pending
- *		This backend's pending data for key, for a successful planning or
- *		execution, making the shared entry if needed with the statement's
- *		text: query is the source string and (location, len) the statement
- *		in it.  The first count in new pending data of an entry that a
- *		failed execution made gives it this text (replace_failed_text).
- *		NULL when the entry could not be made (backstop, out of shared
- *		memory): the caller counts what it wanted to record as dropped.
- *		Errors: those of pgss_ng_kind_get_pending() and of the text arena;
- *		call under pgss_ng_kind_guard().  Caller attached.
+ *		This backend's pending data for key, for a successful call, making the
+ *		entry if needed with the statement's text (location, len in source
+ *		string query); new pending data of an entry a failed execution made
+ *		gives it this text.  NULL when the entry could not be made (backstop,
+ *		shared memory): the caller counts a drop.  Errors: the kind layer's and
+ *		the text arena's; call under pgss_ng_kind_guard(), attached.
  */
 PgssNgPending *
 pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *query,
@@ -161,14 +155,12 @@ pgss_ng_stmt_pending(const PgssNgStmtKey *key, const char *query,
 
 /*
  * pgss_ng_stmt_lock
- *		Lock key's shared entry to count one planning or execution straight
- *		into it (pgss_ng_kind_lock_key into ref), making the entry if needed
- *		with the statement's text: query is the source string and
- *		(location, len) the statement in it.  Locked, an entry a failed
- *		execution made gets that text first (a success is counted now;
- *		stored under the entry lock: the text arena's locks come after it).
- *		Errors: those of pgss_ng_kind_lock_key() and of the text arena;
- *		call under pgss_ng_kind_guard().  Caller attached.
+ *		Lock key's shared entry (into ref) to count one call straight into it,
+ *		making it if needed with the statement's text (location, len in source
+ *		string query); an entry a failed execution made gets that text once
+ *		locked (the text arena's locks come after the entry's).  Errors:
+ *		pgss_ng_kind_lock_key()'s and the text arena's; call under
+ *		pgss_ng_kind_guard(), attached.
  */
 PgssNgLockKey
 pgss_ng_stmt_lock(const PgssNgStmtKey *key, const char *query, int location,
@@ -198,15 +190,12 @@ pgss_ng_stmt_lock(const PgssNgStmtKey *key, const char *query, int location,
 
 /*
  * pgss_ng_stmt_count_locked
- *		Count one planning or execution of phase that took ms in the entry
- *		ref locked (pgss_ng_stmt_lock), whose other counters the caller
- *		added: its calls, time, Welford's step for the mean and variance,
- *		min/max (restarted after a min/max reset: have_minmax), as a flush
- *		of pending data holding this one call would (stmt_flush_pending, a
- *		count made after any reset; its histogram is the caller's, first:
- *		pgss_ng_stmt_count_hist); then stamp it changed (and executed) at
- *		the time read under the lock and unlock it, with the use it adds
- *		to its usage.  Errors: those of pgss_ng_kind_unlock_key().
+ *		Count one call of phase that took ms in the entry ref locked
+ *		(pgss_ng_stmt_lock; the caller added the other counters and, first,
+ *		the histogram): calls, time, Welford's step, min/max (restarted after
+ *		a min/max reset), as a flush of that one call would; then stamp it
+ *		changed (and executed) at the time read under the lock, add its use to
+ *		its usage and unlock.  Errors: pgss_ng_kind_unlock_key()'s.
  */
 void
 pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase, double ms)

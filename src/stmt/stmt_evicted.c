@@ -194,13 +194,11 @@ row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
 
 /*
  * pgss_ng_evicted_fold
- *		Fold counters c of the statement key into its row of the remainder,
- *		and its wait samples per type (if not NULL), counting entries more
- *		entries (1 for an evicted entry, 0 for the
- *		counts of a flush that found its entry evicted), and, if log is
- *		given (and the log on), write it into the ring as the newest entry,
- *		evicted now.  O(1).  Takes the pgss_ng_evicted LWLock exclusively
- *		(innermost); no ERROR.
+ *		Fold counters c (and wait samples per type, if not NULL) of key's
+ *		statement into its remainder row, counting entries more entries (1: an
+ *		evicted entry; 0: a flush that found its entry evicted); if log is
+ *		given (and the log on), write it into the ring as the newest.  O(1);
+ *		takes the pgss_ng_evicted LWLock exclusively (innermost); no ERROR.
  */
 void
 pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
@@ -234,13 +232,11 @@ pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
 
 /*
  * pgss_ng_eviction_log_copy
- *		A palloc'd copy of the eviction log, oldest first, *n entries, each
- *		text cut at the last character boundary of its encoding within
- *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes (an eviction copies that many
- *		bytes at most, maybe part of a character: the cut is made here,
- *		at a read, not per victim).  The pgss_ng_evicted LWLock is held
- *		shared while copying.  Memory: CurrentMemoryContext (allocated
- *		before the lock is taken).
+ *		A palloc'd copy of the eviction log, oldest first (*n entries), each
+ *		text cut at its encoding's last character boundary within
+ *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes (the cut is made here, at a read,
+ *		not per victim).  The LWLock is held shared while copying; the memory
+ *		(CurrentMemoryContext) is allocated before.
  */
 PgssNgEvictionLogEntry *
 pgss_ng_eviction_log_copy(int *n)
@@ -269,12 +265,10 @@ pgss_ng_eviction_log_copy(int *n)
 /*
  * pgss_ng_evicted_clear
  *		Clear the rows of userid and dbid (InvalidOid: any); clearing all
- *		clears the overflow rows and empties the eviction log too.  An
- *		overflow row is cleared whole when its masks say it may hold
- *		userid's and dbid's sums, which are not kept apart there: it then
- *		starts again (evicted_since) at its next fold.  Called by a reset
- *		with <name>_dealloc held.  Takes the pgss_ng_evicted LWLock
- *		exclusively.
+ *		clears the overflow rows and the eviction log too.  An overflow row
+ *		whose masks say it may hold their sums is cleared whole (evicted_since
+ *		restarts at its next fold).  From a reset, <name>_dealloc held; takes
+ *		the pgss_ng_evicted LWLock exclusively.
  */
 void
 pgss_ng_evicted_clear(Oid userid, Oid dbid)

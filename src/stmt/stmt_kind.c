@@ -129,13 +129,10 @@ pgss_ng_stmt_init(void)
 /*
  * pgss_ng_stmt_publish_max
  *		Make this process's pgss_ng.max the one every process uses (the
- *		kind's max, in its control block): eviction and the backstop then
- *		follow it in every backend, whatever each one's own copy says
- *		(a busy backend reloads only at its next command).  The postmaster
- *		publishes the value it started with (pgss_ng_stmt_shmem_startup);
- *		afterwards only the writer does, at its start and at each reload
- *		(writer.c), so there is one publisher and it handles SIGHUP
- *		promptly.  Atomic; no lock.
+ *		kind's max): eviction and the backstop follow it everywhere, though a
+ *		busy backend reloads only at its next command.  The postmaster
+ *		publishes its start value; then only the writer, at its start and each
+ *		reload (writer.c): one publisher, prompt on SIGHUP.  Atomic; no lock.
  */
 void
 pgss_ng_stmt_publish_max(void)
@@ -285,15 +282,12 @@ pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh, const PgssNgHistAdd *add)
 
 /*
  * pgss_ng_stmt_merge
- *		Add the counters of src (pending data) into dst (shared data).
- *
- * Calls, totals, block/WAL/JIT counters and CPU times add up.  Means and
- * sums of squared deviations are combined with the parallel form of
- * Welford's method (Chan et al.), so the result equals one pass over all
- * calls up to rounding.  min/max take the smaller/larger, and restart
- * after a min/max reset (have_minmax false); src's min/max are only used
- * where src_minmax[phase] is true.  The time histograms are merged by the
- * caller.  Called with the entry lock held exclusively.
+ *		Add pending counters src into shared dst (entry lock held
+ *		exclusively): sums add up; means and squared deviations combine by the
+ *		parallel form of Welford's method (Chan et al.), as one pass over all
+ *		calls would up to rounding; min/max restart after a min/max reset
+ *		(have_minmax false) and take src's only where src_minmax[phase].  The
+ *		caller merges the time histograms.
  */
 void
 pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh, const PgssNgCounters *src,

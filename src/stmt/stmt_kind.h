@@ -40,14 +40,12 @@ typedef struct PgssNgStmtKey
 } PgssNgStmtKey;
 
 /*
- * What one pgss_ng_stmt_count_call() call records, built by a hook with designated
- * initializers (a field left out is 0 or NULL).  The statement is located
- * in its source string by query_location and query_len.  With jstate
- * (parse analysis of a statement with constants) only the entry is made,
- * with the normalized text, and the fields after jstate are not read;
- * otherwise one planning or execution (phase) is counted, with what it
- * used.  A counter fed by a hook is one field here, filled by the hook and
- * read by count_one() (stmt_backend.c).
+ * What one pgss_ng_stmt_count_call() records, built by a hook with
+ * designated initializers (an omitted field is 0 or NULL); the statement
+ * is at query_location, query_len in its source string.  With jstate
+ * (parse analysis) only the entry is made, with the normalized text, and
+ * the fields after jstate are not read.  A counter a hook measures is one
+ * field here, read by count_one() (stmt_backend.c).
  */
 typedef struct PgssNgCall
 {

@@ -46,13 +46,11 @@ typedef struct InfoRestore
 
 /*
  * partial_reset_removed
- *		Whether a partial reset made since shared memory was made removed
- *		the saved entry of key (for a row of the evicted remainder, row:
- *		whether one cleared that row, one with any queryid; an overflow
- *		row, whose users and databases are not known, any such one), or
- *		more partial resets were made than kept (then anything may have
- *		been: true).  In the restore bracket (<name>_dealloc shared: the resets
- *		record their filters holding it exclusively).
+ *		Whether a partial reset since shared memory was made removed key's
+ *		saved entry (row: a remainder row, cleared by one with any queryid; an
+ *		overflow row by any such), or more were made than kept (then true).  In
+ *		the restore bracket (<name>_dealloc shared; resets record their filters
+ *		holding it exclusively).
  */
 static bool
 partial_reset_removed(const PgssNgStmtKey *key, bool row)
@@ -72,14 +70,12 @@ partial_reset_removed(const PgssNgStmtKey *key, bool row)
 
 /*
  * pgss_ng_stmt_fold_record
- *		A saved entry that is not restored because pgss_ng.max is lower
- *		than what was saved: fold its counters into the evicted remainder,
- *		as one entry, and count it in entries_evicted (the first such
- *		record one eviction run in dealloc), in the restore bracket (not if
- *		a full reset came since the restore began: rs->reset is then set;
- *		nor if a partial one removed it: counted in rs->reset_away).  The record was
- *		checked (pgss_ng_stmt_record_wellformed).  Locks: the restore
- *		bracket, then the remainder's LWLock.
+ *		A saved entry past pgss_ng.max: fold its counters into the evicted
+ *		remainder as one entry, counted in entries_evicted (the first such
+ *		record one run in dealloc), in the restore bracket; not after a full
+ *		reset (rs->reset), nor if a partial one removed it (rs->reset_away).
+ *		The record was checked.  Locks: the restore bracket, then the
+ *		remainder's LWLock.
  */
 void
 pgss_ng_stmt_fold_record(PgssNgRestore *rs, const char *data, Size len)
@@ -161,15 +157,12 @@ restore_info_guarded(void *arg)
 
 /*
  * pgss_ng_stmt_restore_info
- *		Restore the saved info counters, before the entries: the event
- *		counters add to what was counted since the start, stats_reset is
- *		the saved one (from then on it only moves forward: a reset sets it
- *		to its own time, and no restore comes after one), and the
- *		nevicted saved rows of the evicted remainder at evicted (added to
- *		what was evicted since the start; not those a partial reset
- *		cleared).  Not if a full reset came since the restore began
- *		(rs->reset is then set).  Locks: the restore bracket, then the
- *		remainder's LWLock, then the info spinlock.
+ *		Restore the saved info counters before the entries (event counters
+ *		add to those since the start; stats_reset is the saved one: no restore
+ *		follows a reset), and the nevicted saved remainder rows at evicted
+ *		(added; not those a partial reset cleared).  Nothing after a full
+ *		reset (rs->reset).  Locks: the restore bracket, then the remainder's
+ *		LWLock, then the info spinlock.
  */
 void
 pgss_ng_stmt_restore_info(PgssNgRestore *rs, const PgssNgSavedInfo *in,
@@ -317,13 +310,11 @@ restore_wait_rows(const PgssNgStmtRecord *rec, const char *wait_rows)
 
 /*
  * restore_guarded
- *		The body of pgss_ng_stmt_restore_record, run under
- *		pgss_ng_kind_guard(), inside the restore bracket: create the entry
- *		of r->rec, or merge the record into the entry of a backend that
- *		made the same key first, and count the outcome in r->rs.  Nothing,
- *		and r->rs->reset set, if a full reset came since the restore began;
- *		nothing, counted in r->rs->reset_away, if a partial one removed it.
- *		An ERROR leaves the record uncounted (the caller counts it skipped).
+ *		pgss_ng_stmt_restore_record's body, under pgss_ng_kind_guard() in the
+ *		restore bracket: create r->rec's entry, or merge the record into one a
+ *		backend made first, and count the outcome in r->rs; nothing after a
+ *		full reset (r->rs->reset) or if a partial one removed it (reset_away).
+ *		An ERROR leaves it uncounted (the caller counts it skipped).
  */
 static void
 restore_guarded(void *arg)
@@ -456,15 +447,12 @@ pgss_ng_stmt_record_wellformed(const char *data, Size len)
 
 /*
  * pgss_ng_stmt_restore_record
- *		Re-create one entry from a well-formed record of len bytes (its text
- *		included; see pgss_ng_stmt_record_wellformed), or merge it into the
- *		entry of a backend that made the same key first, and count the
- *		outcome in rs: restored (a saved text that did not fit dropped:
- *		texts_dropped), or skipped when the backstop was reached, shared
- *		memory ran out, the text is not valid in its encoding or holds a NUL
- *		byte (pgss_ng_qtext_valid), or an ERROR was raised, which is logged
- *		(pgss_ng_kind_guard) and loses this entry only.  Nothing once a full
- *		reset came (rs->reset).  Caller attached, holding no LWLock.
+ *		Re-create one entry from a well-formed record of len bytes, or merge
+ *		it into one a backend made first, and count the outcome in rs: restored
+ *		(texts_dropped if its text did not fit), or skipped (backstop, shared
+ *		memory, a text invalid in its encoding or with a NUL byte, or an ERROR,
+ *		logged, losing this entry only).  Nothing after a full reset
+ *		(rs->reset).  Caller attached, holding no LWLock.
  */
 void
 pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data, Size len)

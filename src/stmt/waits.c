@@ -210,13 +210,11 @@ push_attaching(uint64 queryid, Oid userid, int level)
 
 /*
  * pgss_ng_waits_push
- *		Publish (queryid, userid, toplevel), userid the current user and
- *		toplevel whether the nesting level is 0, as this backend's
- *		innermost tracked statement, until pgss_ng_waits_pop() with what
- *		this returns (on the normal and the error path alike): the change
- *		counter, the key, then the depth, a few writes into this backend's
- *		own slot.  -1 when nothing was published (sampling off, or no
- *		slot).
+ *		Publish (queryid, userid: the current user, toplevel: nesting level 0)
+ *		as this backend's innermost tracked statement until pgss_ng_waits_pop()
+ *		with what this returns (normal and error path alike): the change
+ *		counter, the key, then the depth, a few writes into its own slot.  -1
+ *		when nothing was published (sampling off, or no slot).
  */
 int
 pgss_ng_waits_push(uint64 queryid, Oid userid, int level)
@@ -252,13 +250,11 @@ pgss_ng_waits_max_samples(void)
 
 /*
  * pgss_ng_waits_collect
- *		One sample of every backend running a tracked statement: its
- *		innermost key and its wait event (0: none, CPU), read without a
- *		lock: a key is taken only if the slot's change counter and depth
- *		were the same before and after reading it (a few tries), and the
- *		wait event between the two.  At most max.  A backend nested deeper
- *		than PGSS_NG_WAIT_DEPTH, or whose key kept changing, counts as a
- *		lost sample.
+ *		One sample of every backend running a tracked statement: its innermost
+ *		key and wait event (0: CPU), read without a lock (a key is kept only if
+ *		the slot's change counter and depth were the same before and after, a
+ *		few tries; the wait event is read between).  At most max.  Deeper than
+ *		PGSS_NG_WAIT_DEPTH, or a key that kept changing: a lost sample.
  */
 int
 pgss_ng_waits_collect(PgssNgWaitSample *out, int max)

@@ -227,13 +227,12 @@ publish_chunk(dsa_pointer *w, dsa_pointer dp)
 
 /*
  * add_touch
- *		pgss_ng_kind_touch callback: add a batch, or saved rows, to the
- *		entry's chunk.  An entry without one takes wa->chunk, filled with
- *		the batch before it is published; without wa->chunk, need_chunk is
- *		set and nothing added (the caller makes one, with no lock held, and
- *		comes back).  Saved rows find no chunk only if their samples were
- *		lost: they are dropped with them.  Its partition lock held shared;
- *		takes pgss_ng_waits for the events.  The writer's alone.
+ *		pgss_ng_kind_touch callback (partition lock shared; the writer's
+ *		alone): add a batch or saved rows to the entry's chunk.  An entry
+ *		without one takes wa->chunk, filled before it is published; with none,
+ *		need_chunk is set (the caller makes one, no lock held, and comes back);
+ *		saved rows that find none are dropped (their samples were lost).  Takes
+ *		pgss_ng_waits for the events.
  */
 static void
 add_touch(void *shared_data, dsa_pointer shared_dp, void *arg)
