@@ -130,37 +130,6 @@ plans_map_rows(dsa_area *area, const PgssNgStmtPlans *sp)
 		;
 }
 
-/* The row of planid on a (mapped) list, or NULL. */
-PgssNgPlanRow *
-plans_find_row(dsa_area *area, const PgssNgStmtPlans *sp, uint64 planid)
-{
-	dsa_pointer p;
-
-	for (p = sp->rows; DsaPointerIsValid(p);)
-	{
-		PgssNgPlanRow *row = ROW(area, p);
-
-		if (row->planid == planid)
-			return row;
-		p = row->next;
-	}
-	return NULL;
-}
-
-/*
- * plans_row_value
- *		A row's value for eviction at now: its calls, weighted by the
- *		recency of its last one (halving every 60 s, as an entry's usage
- *		does): recent and frequent plans stay.  Nothing to keep up to date
- *		at a merge.
- */
-double
-plans_row_value(const PgssNgPlanRow *row, TimestampTz now)
-{
-	return pgss_ng_kind_decayed_usage((double) row->calls, row->last_call,
-									  now);
-}
-
 /*
  * flush_plans
  *		pgss_ng_plans_flush() of any pending data: one pass maps every row

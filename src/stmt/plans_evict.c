@@ -15,6 +15,20 @@
 #include "plans_int.h"
 #include "stmt_kind_int.h"
 
+/*
+ * row_value
+ *		A row's value for eviction at now: its calls, weighted by the
+ *		recency of its last one (halving every 60 s, as an entry's usage
+ *		does): recent and frequent plans stay.  Nothing to keep up to date
+ *		at a merge.
+ */
+static double
+row_value(const PgssNgPlanRow *row, TimestampTz now)
+{
+	return pgss_ng_kind_decayed_usage((double) row->calls, row->last_call,
+									  now);
+}
+
 /* binaryheap comparator of an eviction run: the most valuable first. */
 typedef struct PlanVictim
 {
@@ -49,7 +63,7 @@ typedef struct EvictRun
 /*
  * evict_visit
  *		pgss_ng_kind_foreach visitor of an eviction run: offer each row of
- *		the statement, valued by plans_row_value() (ties: the least
+ *		the statement, valued by row_value() (ties: the least
  *		recently called goes first), to the run's bounded heap.  Entry and
  *		partition locks held shared.
  */
@@ -69,7 +83,7 @@ evict_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 
 		memcpy(&v.key, key, sizeof(PgssNgStmtKey));
 		v.row = p;
-		v.value = plans_row_value(row, er->now);
+		v.value = row_value(row, er->now);
 		v.last_call = row->last_call;
 		if (er->n < er->wanted)
 		{

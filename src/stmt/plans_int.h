@@ -76,10 +76,6 @@ extern dsa_pointer plans_unlinked;
 extern int	plans_max(void);
 extern void plans_count_calls_dropped(int64 n);
 extern void plans_map_rows(dsa_area *area, const PgssNgStmtPlans *sp);
-extern PgssNgPlanRow *plans_find_row(dsa_area *area,
-									 const PgssNgStmtPlans *sp,
-									 uint64 planid);
-extern double plans_row_value(const PgssNgPlanRow *row, TimestampTz now);
 extern void plans_free_row(dsa_area *area, dsa_pointer p);
 
 /* plans_make.c */

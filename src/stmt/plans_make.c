@@ -37,6 +37,23 @@ static HTAB *known = NULL;
 /* raised whenever this backend forgets its known plans (plans.h) */
 uint32		pgss_ng_plans_known_epoch = 0;
 
+/* The row of planid on a (mapped) list, or NULL. */
+static PgssNgPlanRow *
+find_row(dsa_area *area, const PgssNgStmtPlans *sp, uint64 planid)
+{
+	dsa_pointer p;
+
+	for (p = sp->rows; DsaPointerIsValid(p);)
+	{
+		PgssNgPlanRow *row = ROW(area, p);
+
+		if (row->planid == planid)
+			return row;
+		p = row->next;
+	}
+	return NULL;
+}
+
 /*
  * plans_work_add
  *		Queue a work item for the next pgss_ng_plans_work(); with no room
@@ -163,7 +180,7 @@ link_rows(void *shared_data, void *arg)
 	{
 		PgssNgPlanRow *row = ROW(area, p);
 		dsa_pointer next = row->next;
-		PgssNgPlanRow *old = plans_find_row(area, sp, row->planid);
+		PgssNgPlanRow *old = find_row(area, sp, row->planid);
 
 		if (old)
 		{
@@ -425,7 +442,7 @@ text_wanted_visit(PgssNgKind *kind, const void *key, const void *shared_data,
 {
 	const PgssNgStmtShared *sh = (const PgssNgStmtShared *) shared_data;
 	TextWanted *tw = (TextWanted *) arg;
-	const PgssNgPlanRow *row = plans_find_row(pgss_ng_kind_area(kind), &sh->plans,
+	const PgssNgPlanRow *row = find_row(pgss_ng_kind_area(kind), &sh->plans,
 										tw->k.planid);
 
 	if (row)
