@@ -30,13 +30,21 @@ OBJS = \
 	src/writer/statsfile.o \
 	src/writer/sampler.o \
 	src/stmt/stmt_kind.o \
+	src/stmt/stmt_entry.o \
 	src/stmt/stmt_backend.o \
 	src/stmt/stmt_read.o \
+	src/stmt/stmt_reset.o \
 	src/stmt/stmt_evicted.o \
+	src/stmt/stmt_failures.o \
 	src/stmt/stmt_saved.o \
+	src/stmt/stmt_restore.o \
 	src/stmt/waits.o \
+	src/stmt/waits_entry.o \
 	src/stmt/qtext.o \
 	src/stmt/plans.o \
+	src/stmt/plans_make.o \
+	src/stmt/plans_evict.o \
+	src/stmt/plans_read.o \
 	src/stmt/plantext.o \
 	src/stmt/hist.o \
 	src/stmt/hist_store.o \

@@ -39,7 +39,7 @@ RULES = [
     ('text store (qtext arena)', r'qtext'),
     ('eviction', r'evict'),
     ('entry reference: pin/unpin (lookup_or_create, release_ref)', r'lookup_or_create|find_ref|release_ref|^dsa_free'),
-    ('failure frames (frames.c)', r'pgss_ng_stmt_begin|pgss_ng_stmt_end|pgss_ng_stmt_failed|merge_errors|stmt_errors'),
+    ('failure frames (frames.c)', r'pgss_ng_stmt_flush_failures|pgss_ng_stmt_end|pgss_ng_frame_failed|merge_errors|stmt_errors'),
     ('counting (count_one, merge)', r'count_one|count_time|count_jit|pgss_ng_stmt_merge|stmt_flush_pending|stmt_stamp_changed'),
     ('flush bookkeeping (flush_one, usage decay)', r'flush_one|pgss_ng_kind_flush|lock_entry|unlock_entry|kind_decayed_usage|pgss_ng_flush|flush_internal|flush_guarded|exp2|^exp$|^pow$'),
     ('pending entry set-up (get_pending, store)', r'get_pending|find_live_pending|pgss_ng_stmt_pending|store_internal|store_guarded'),

@@ -1,38 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * frames.c
- *	  Failed executions of the statement kind, as they happen: the frames
- *	  of the tracked hook calls in progress and the notes of those that
- *	  failed.  The notes become the errors and error_exec_time counters
- *	  when stmt_backend.c merges them.
- *
- * The hooks (hooks.c) push a frame (frames.h, inline: a few stores) for
- * each call that runs a tracked statement with a queryid, and pop it when
- * the call returns.  Where the hook has a PG_TRY anyway, as
- * pg_stat_statements has (ExecutorRun, ExecutorFinish, ProcessUtility,
- * and from PostgreSQL 17 planning), its PG_CATCH notes the failure
- * (pgss_ng_stmt_failed), after the frames above its own left open by
- * calls without one.  The calls without a PG_TRY (ExecutorStart,
- * ExecutorEnd, planning before 17) leave their frame open when they fail;
- * the abort callbacks note it: a subtransaction's abort the frames opened
- * in it, a transaction's abort those left.  So the statement that raised
- * and every enclosing tracked statement the ERROR passes through each
- * note one failed execution.  A FATAL (terminate, lost client
- * connection) jumps to process exit without running the PG_CATCH blocks
- * or the abort: the frames still open then are the statements it
- * aborted, noted by the statement kind's exit callback
- * (pgss_ng_stmt_note_open_frames).
- *
- * While an ERROR is in flight nothing here may raise an ERROR or wait for
- * a lock: a note only writes into the static arrays below and copies the
- * statement's text with a no-OOM allocation (NULL if that fails).  This
- * file touches no shared memory: stmt_backend.c takes the notes and makes
- * them pending counts where that is safe.  A failure that finds no room
- * is counted in notes_lost, which the merge counts as dropped.
- *
- * Owns: the frame stack and the notes (backend-local, static).
- *
- * Locking: none.
+ *	  Failure frames: the tracked hook calls in progress (pushed and popped
+ *	  inline, frames.h) and, when one fails, its note (stmt_failures.h): in
+ *	  its hook's PG_CATCH, from the abort callbacks for the calls without a
+ *	  PG_TRY (ExecutorStart, ExecutorEnd, planning before 17), or at exit for
+ *	  those a FATAL left open.  docs/design.md, "Failed executions".
+ *	  Raises nothing, takes no lock, touches no shared memory.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,16 +20,8 @@
 #include "pgver.h"
 #include "frames.h"
 
-/* Failed executions noted between two merges (more count as dropped). */
-#define PGSS_NG_MAX_NOTES		64
-
 PgssNgFrame pgss_ng_frames[PGSS_NG_MAX_FRAMES];
 int			pgss_ng_nframes = 0;
-bool		pgss_ng_frames_attention = true;
-
-static PgssNgFailureNote notes[PGSS_NG_MAX_NOTES];
-static int	nnotes = 0;
-static int64 notes_lost = 0;	/* failures not noted: no room */
 
 /*
  * elapsed_ms
@@ -113,13 +79,9 @@ note_frame(const PgssNgFrame *f)
 	int			location;
 	int			len;
 
-	pgss_ng_frames_attention = true;
-	if (nnotes >= PGSS_NG_MAX_NOTES)
-	{
-		notes_lost++;
+	n = pgss_ng_stmt_add_note();
+	if (n == NULL)
 		return;
-	}
-	n = &notes[nnotes++];
 	n->userid = f->userid;
 	n->dbid = MyDatabaseId;
 	n->toplevel = f->toplevel;
@@ -169,10 +131,8 @@ note_above(int frame)
 	int			i;
 
 	if (pgss_ng_nframes > Max(frame + 1, PGSS_NG_MAX_FRAMES))
-	{
-		notes_lost += pgss_ng_nframes - Max(frame + 1, PGSS_NG_MAX_FRAMES);
-		pgss_ng_frames_attention = true;
-	}
+		pgss_ng_stmt_count_notes_lost(pgss_ng_nframes -
+									  Max(frame + 1, PGSS_NG_MAX_FRAMES));
 	for (i = Min(pgss_ng_nframes, PGSS_NG_MAX_FRAMES) - 1; i > frame; i--)
 		note_frame(&pgss_ng_frames[i]);
 	if (pgss_ng_nframes > frame + 1)
@@ -180,7 +140,7 @@ note_above(int frame)
 }
 
 /*
- * pgss_ng_stmt_failed
+ * pgss_ng_frame_failed
  *		The call of frame ends in an ERROR (called from its hook's PG_CATCH,
  *		before re-throwing): note the frames left open above it, then one
  *		failed execution of its own statement, and close it.  A frame past
@@ -188,31 +148,24 @@ note_above(int frame)
  *		nothing, takes no lock.
  */
 void
-pgss_ng_stmt_failed(int frame)
+pgss_ng_frame_failed(int frame)
 {
 	note_above(frame);
 	if (frame < PGSS_NG_MAX_FRAMES)
 		note_frame(&pgss_ng_frames[frame]);
 	else
-	{
-		notes_lost++;
-		pgss_ng_frames_attention = true;
-	}
+		pgss_ng_stmt_count_notes_lost(1);
 	pgss_ng_nframes = frame;
 }
 
 /*
  * note_aborted
- *		An abort: note the frames left open on top of the stack by calls
- *		without a PG_TRY (PLAN, START, END) that failed, those opened in
- *		subtransaction subid or later (all, with InvalidSubTransactionId),
- *		innermost first, and close them.  Nothing else can be open on top
- *		of the stack then: a call with a PG_TRY closed its frame on the
- *		way out, and below the frames of the aborted (sub)transaction lie
- *		only calls still running (a CALL whose procedure rolls back).
- *		Frames past the array are not known: a transaction's abort counts
- *		them as lost (no call runs on past it), a subtransaction's leaves
- *		them to the calls that opened them.
+ *		An abort: note and close, innermost first, the frames of failed
+ *		calls without a PG_TRY (PLAN, START, END) opened in subtransaction
+ *		subid or later (all: InvalidSubTransactionId); nothing else can be
+ *		on top then (design.md, "Failed executions").  Frames past the
+ *		array: a transaction's abort counts them as lost, a
+ *		subtransaction's leaves them to the calls that opened them.
  */
 static void
 note_aborted(SubTransactionId subid)
@@ -221,8 +174,7 @@ note_aborted(SubTransactionId subid)
 	{
 		if (subid != InvalidSubTransactionId)
 			return;
-		notes_lost += pgss_ng_nframes - PGSS_NG_MAX_FRAMES;
-		pgss_ng_frames_attention = true;
+		pgss_ng_stmt_count_notes_lost(pgss_ng_nframes - PGSS_NG_MAX_FRAMES);
 		pgss_ng_nframes = PGSS_NG_MAX_FRAMES;
 	}
 	while (pgss_ng_nframes > 0)
@@ -268,66 +220,24 @@ pgss_ng_frames_init(void)
 {
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
+	pgss_ng_stmt_note_at_exit = pgss_ng_frames_note_open;
 }
 
 /*
- * pgss_ng_stmt_note_open_frames
+ * pgss_ng_frames_note_open
  *		At exit (the statement kind's exit callback): the frames still open
  *		are statements that a FATAL aborted (an ERROR closes its frames on
  *		the way out); note one failed execution for each, innermost first,
  *		and close them.  Raises nothing, takes no lock.
  */
 void
-pgss_ng_stmt_note_open_frames(void)
+pgss_ng_frames_note_open(void)
 {
 	int			i;
 
 	for (i = Min(pgss_ng_nframes, PGSS_NG_MAX_FRAMES) - 1; i >= 0; i--)
 		note_frame(&pgss_ng_frames[i]);
 	if (pgss_ng_nframes > PGSS_NG_MAX_FRAMES)
-	{
-		notes_lost += pgss_ng_nframes - PGSS_NG_MAX_FRAMES;
-		pgss_ng_frames_attention = true;
-	}
+		pgss_ng_stmt_count_notes_lost(pgss_ng_nframes - PGSS_NG_MAX_FRAMES);
 	pgss_ng_nframes = 0;
-}
-
-/*
- * pgss_ng_stmt_notes_waiting
- *		Whether failures were noted (or lost) since the last merge.
- */
-bool
-pgss_ng_stmt_notes_waiting(void)
-{
-	return nnotes > 0 || notes_lost > 0;
-}
-
-/*
- * pgss_ng_stmt_take_note
- *		Move the last note into *note and return true, or return false if
- *		there is none.  The note leaves the array before its taker merges
- *		it, so that an ERROR during the merge cannot merge it twice; the
- *		taker owns (and frees) its text from then on.
- */
-bool
-pgss_ng_stmt_take_note(PgssNgFailureNote *note)
-{
-	if (nnotes == 0)
-		return false;
-	*note = notes[--nnotes];
-	return true;
-}
-
-/*
- * pgss_ng_stmt_take_notes_lost
- *		The number of failures that found no room since the last call (to
- *		be counted as dropped), and restart that count.
- */
-int64
-pgss_ng_stmt_take_notes_lost(void)
-{
-	int64		n = notes_lost;
-
-	notes_lost = 0;
-	return n;
 }

@@ -1,18 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * frames.h
- *	  Failure frames and notes (frames.c): the tracked hook calls in
- *	  progress, and the failed executions noted while an ERROR is in
- *	  flight, waiting to become pending counts.  Backend-local; knows
- *	  nothing of shared memory or of the kind layer: stmt_backend.c merges
- *	  the notes.
- *
- * A frame is a few stores, pushed inline by the hooks (no clock read, no
- * function call): see frames.c for which calls note their failure where
- * the ERROR passes and which from the abort callbacks.
- *
- * Locking: none.  Nothing declared here takes a lock, waits or raises an
- * ERROR.
+ *	  Failure frames (frames.c): the tracked hook calls in progress, pushed
+ *	  and popped inline (a few writes: no clock read, no call).
+ *	  Backend-local, nothing of shared memory or of the kind layer.
+ *	  docs/design.md, "Failed executions".  Locking: none; nothing here
+ *	  takes a lock, waits or raises an ERROR.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,34 +17,32 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 
+#include "stmt/stmt_failures.h"
+
 /* Frames kept (deeper ones are not recorded: their failures count as
  * dropped). */
 #define PGSS_NG_MAX_FRAMES		64
 
 /*
- * What a frame is the call of, and so where its failure is noted and how
- * long the call ran until then:
- *	  EXEC   ExecutorRun or ExecutorFinish: noted in the hook's PG_CATCH;
- *			 the execution's run time so far from its totaltime (which
- *			 the executor times anyway), earlier runs included
- *	  TIMED  planning (with a PG_TRY: PostgreSQL 17 and later) or a
- *			 utility statement: noted in the hook's PG_CATCH; the time
- *			 since start
- *	  PLAN   planning without a PG_TRY (before 17): noted by the abort
- *			 callback (or an enclosing frame's PG_CATCH); the time since
- *			 start
- *	  START  ExecutorStart: as PLAN
- *	  END    ExecutorEnd: as PLAN; the execution's run time (prior_ms)
- * The executor's frames (EXEC, START, END) find their statement through
- * their QueryDesc, which outlives the (sub)transaction's abort callbacks.
+ * What a frame is the call of: where its failure is noted (its hook's
+ * PG_CATCH, or the abort callbacks: PGSS_NG_FRAME_ABORT_NOTED) and how long
+ * it ran until then.  The executor's frames (EXEC, START, END) find their
+ * statement through their QueryDesc, which outlives the abort callbacks.
  */
 typedef enum PgssNgFrameKind
 {
-	PGSS_NG_FRAME_EXEC,
-	PGSS_NG_FRAME_TIMED,
-	PGSS_NG_FRAME_PLAN,
-	PGSS_NG_FRAME_START,
-	PGSS_NG_FRAME_END
+	PGSS_NG_FRAME_EXEC,			/* ExecutorRun or ExecutorFinish: PG_CATCH;
+								 * the run time so far from its totaltime,
+								 * earlier runs included */
+	PGSS_NG_FRAME_TIMED,		/* planning with a PG_TRY (17 and later) or
+								 * a utility statement: PG_CATCH; the time
+								 * since start */
+	PGSS_NG_FRAME_PLAN,			/* planning without a PG_TRY (before 17):
+								 * the abort callback (or an enclosing
+								 * frame's PG_CATCH); the time since start */
+	PGSS_NG_FRAME_START,		/* ExecutorStart: as PLAN */
+	PGSS_NG_FRAME_END			/* ExecutorEnd: as PLAN; the execution's
+								 * run time (prior_ms) */
 } PgssNgFrameKind;
 
 /* frames noted by the abort callbacks: no PG_TRY in their hook */
@@ -75,38 +66,14 @@ typedef struct PgssNgFrame
 	double		prior_ms;		/* END: the execution's run time, ms */
 } PgssNgFrame;
 
-/*
- * A failed execution waiting to be merged: the identity of its statement
- * entry, the time it ran until the error (ms), and the statement's own
- * text, copied (TopMemoryContext, allocated without an out-of-memory
- * ERROR: NULL if the copy failed), which its taker frees.
- */
-typedef struct PgssNgFailureNote
-{
-	Oid			userid;
-	Oid			dbid;
-	uint64		queryid;
-	bool		toplevel;
-	double		elapsed_ms;
-	char	   *text;
-	int			textlen;
-} PgssNgFailureNote;
-
 /* the frame stack (frames.c): frames open, even past the array */
 extern PgssNgFrame pgss_ng_frames[PGSS_NG_MAX_FRAMES];
 extern int	pgss_ng_nframes;
 
 /*
- * Set when failures were noted (or lost) since the last merge, and at
- * start (the backend's exit sequence is not registered yet): the hooks
- * then call pgss_ng_stmt_begin() at a statement's start.
- */
-extern bool pgss_ng_frames_attention;
-
-/*
  * pgss_ng_frame_push
  *		Open a frame of kind for a tracked call; returns its number, for
- *		pgss_ng_frame_pop() or pgss_ng_stmt_failed(), and sets *f to the
+ *		pgss_ng_frame_pop() or pgss_ng_frame_failed(), and sets *f to the
  *		frame to fill (NULL past PGSS_NG_MAX_FRAMES: counted, not kept).
  *		No ERROR.
  */
@@ -139,15 +106,10 @@ pgss_ng_frame_pop(int frame)
 }
 
 /* in a hook's PG_CATCH: the call of frame ends in an ERROR */
-extern void pgss_ng_stmt_failed(int frame);
+extern void pgss_ng_frame_failed(int frame);
 
 /* abort callbacks (from _PG_init) and, at exit, what a FATAL left open */
 extern void pgss_ng_frames_init(void);
-extern void pgss_ng_stmt_note_open_frames(void);
-
-/* the notes, for their merge (stmt_backend.c) */
-extern bool pgss_ng_stmt_notes_waiting(void);
-extern bool pgss_ng_stmt_take_note(PgssNgFailureNote *note);
-extern int64 pgss_ng_stmt_take_notes_lost(void);
+extern void pgss_ng_frames_note_open(void);
 
 #endif							/* PGSS_NG_FRAMES_H */

@@ -116,13 +116,13 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
  * stmt_start
  *		At the start of a tracked statement's call: the first of the
  *		backend, or the first after failures were noted, goes through
- *		pgss_ng_stmt_begin() (exit sequence, merge of the notes).
+ *		pgss_ng_stmt_flush_failures() (exit sequence, merge of the notes).
  */
 static inline void
 stmt_start(void)
 {
-	if (unlikely(pgss_ng_frames_attention))
-		pgss_ng_stmt_begin();
+	if (unlikely(pgss_ng_stmt_attention))
+		pgss_ng_stmt_flush_failures();
 }
 
 /*
@@ -199,17 +199,17 @@ pgss_ng_hooks_init(void)
 
 /*
  * store_measured
- *		pgss_ng_store(s) of a planning or utility statement, with the time
+ *		pgss_ng_stmt_count_call(s) of a planning or utility statement, with the time
  *		and usage measured around it (pgss_ng_measure_stop done).
  */
 static void
-store_measured(PgssNgStore *s, const PgssNgMeasure *m)
+store_measured(PgssNgCall *s, const PgssNgMeasure *m)
 {
 	s->total_time = m->duration_ms;
 	s->bufusage = &m->bufusage;
 	s->walusage = &m->walusage;
 	s->cpu = m->cpu_sampled ? &m->cpu : NULL;
-	pgss_ng_store(s);
+	pgss_ng_stmt_count_call(s);
 }
 
 /*
@@ -248,7 +248,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 	 */
 	if (jstate && jstate->clocations_count > 0)
 	{
-		PgssNgStore s = {
+		PgssNgCall s = {
 			.query = pstate->p_sourcetext,
 			.query_location = query->stmt_location,
 			.query_len = query->stmt_len,
@@ -257,7 +257,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 			.jstate = jstate,
 		};
 
-		pgss_ng_store(&s);
+		pgss_ng_stmt_count_call(&s);
 	}
 }
 
@@ -385,7 +385,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		PG_CATCH();
 		{
 			(*level)--;
-			pgss_ng_stmt_failed(frame);
+			pgss_ng_frame_failed(frame);
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
@@ -399,13 +399,13 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	if (timed)
 	{
-		PgssNgStore s = {
+		PgssNgCall s = {
 			.query = query_string,
 			.query_location = parse->stmt_location,
 			.query_len = parse->stmt_len,
 			.queryid = parse->queryId,
 			.toplevel = exec_nested_level == 0,
-			.phase = PGSS_NG_PLAN,
+			.phase = PGSS_NG_PHASE_PLAN,
 		};
 
 		pgss_ng_measure_stop(&m);
@@ -575,7 +575,7 @@ pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
 		exec_nested_level--;
 		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
-			pgss_ng_stmt_failed(frame);
+			pgss_ng_frame_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -612,7 +612,7 @@ pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
 		exec_nested_level--;
 		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
-			pgss_ng_stmt_failed(frame);
+			pgss_ng_frame_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -697,7 +697,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 	workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
 #endif
 	{
-		PgssNgStore s;
+		PgssNgCall s;
 
 		/* every field, without a designated initializer's memset */
 		s.query = queryDesc->sourceText;
@@ -706,7 +706,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		s.queryid = pstmt->queryId;
 		s.toplevel = exec_nested_level == 0;
 		s.jstate = NULL;
-		s.phase = PGSS_NG_EXEC;
+		s.phase = PGSS_NG_PHASE_EXEC;
 		s.total_time = totaltime->total * 1000.0;
 		s.rows = PGSS_NG_ES_ROWS(estate);
 		s.bufusage = &bufusage;
@@ -731,7 +731,7 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 			pgss_ng_cpu_exec_ended(&ending, &cpu);
 			s.cpu = &cpu;
 		}
-		pgss_ng_store(&s);
+		pgss_ng_stmt_count_call(&s);
 	}
 
 	if (exec_nested_level == 0)
@@ -839,7 +839,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		exec_nested_level--;
 		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
-			pgss_ng_stmt_failed(frame);
+			pgss_ng_frame_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -850,13 +850,13 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	pgss_ng_measure_stop(&m);
 	{
-		PgssNgStore s = {
+		PgssNgCall s = {
 			.query = queryString,
 			.query_location = saved_stmt_location,
 			.query_len = saved_stmt_len,
 			.queryid = saved_queryId,
 			.toplevel = exec_nested_level == 0,
-			.phase = PGSS_NG_EXEC,
+			.phase = PGSS_NG_PHASE_EXEC,
 		};
 
 		if (qc && (qc->commandTag == CMDTAG_COPY ||

@@ -17,7 +17,7 @@
 #include "executor/execdesc.h"
 #include "executor/instrument.h"
 
-#include "stmt/stmt_kind.h"
+#include "stmt/stmt_counters.h"
 
 /*
  * What a planning or utility statement used, measured around the

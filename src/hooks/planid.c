@@ -34,6 +34,7 @@
 #endif
 
 #include "planid.h"
+#include "stmt/plans.h"
 #include "stmt/stmt_kind.h"
 
 /* GUC pgss_ng.track_plans */

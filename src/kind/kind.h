@@ -221,7 +221,7 @@ typedef enum PgssNgCreateResult
  * Error containment for code running inside a user's statement
  * (kind_guard.c).  Every guarded call follows one pattern: the caller puts
  * what the guarded code needs, and what it returns, in one struct (built
- * with designated initializers; for pgss_ng_store it is the PgssNgStore it
+ * with designated initializers; for pgss_ng_stmt_count_call it is the PgssNgCall it
  * was given) and passes it to a static <name>_guarded(void *arg) that does
  * the work and writes its results back into the struct.
  */

@@ -1,19 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * hist.c
- *	  Log-scale time histograms: which bucket a time falls in, a bucket's
- *	  bounds, merging a backend's dense histogram into the pair of a
- *	  shared entry, and quantiles.  See hist.h for the bucket layout.
- *
- * The pair holds every bucket of both histograms (2 x 322 counts), so
- * nothing is ever folded: however far an entry's execution and planning
- * times spread, each quantile keeps its bound.  Each histogram's window
- * (lowest to highest non-empty bucket) is kept beside the counts so that
- * a reader copies and scans only that part, usually a few dozen counts.
- *
- * Counts saturate at PG_UINT32_MAX per bucket (never wrap).
- *
- * Locking: none; see hist.h.  Errors: none raised.
+ *	  Log-scale time histograms (layout: hist.h): a time's bucket, a
+ *	  bucket's bounds, the merge of a dense histogram into a pair (every
+ *	  bucket of both kept: nothing folded), quantiles.  Counts saturate at
+ *	  PG_UINT32_MAX.  docs/design.md, "Time histograms".
+ *	  Locking: none; see hist.h.  Errors: none raised.
  *
  *-------------------------------------------------------------------------
  */
@@ -61,14 +53,10 @@ bucket_upper_init(void)
 /*
  * pgss_ng_hist_bucket
  *		The bucket of a time in ms: 0 below 8 ns (and for NaN), 321 from
- *		about 5.3 days, else the k whose bounds (pgss_ng_hist_bounds) hold
- *		it, 1 + floor(7 * log2(ms / 0.000008)) up to rounding.
- *
- * Without log2(): the binary exponent e of ms (ms = 2^e * m, 1 <= m < 2)
- * leaves 8 candidates, 7e + 119 to 7e + 126 (8 ns is 2^-16.93..., so
- * bucket 7e + 118 ends below 2^e and 7e + 126 beyond 2^(e+1)), and three
- * comparisons with the bounds pick the first whose upper bound exceeds
- * ms.  So a time is always in the bucket whose bounds hold it.
+ *		about 5.3 days, else the k whose bounds (pgss_ng_hist_bounds) hold it,
+ *		1 + floor(7 * log2(ms / 0.000008)) up to rounding; found without log2()
+ *		from ms's binary exponent e (candidates 7e + 119 to 7e + 126: design.md,
+ *		"Time histograms").
  */
 int
 pgss_ng_hist_bucket(double ms)
@@ -286,17 +274,11 @@ pgss_ng_hist_total(const PgssNgHistPair *p, int which)
 
 /*
  * representative
- *		The value reported for a quantile whose call lies in bucket
- *		[lower, upper), with [min_ms, max_ms] the exact extremes of the
- *		calls (max_ms < min_ms: not known).  The bucket is first cut to
- *		[min, max], which holds the true value too; the value reported is
- *		then the point at equal relative distance from both ends of what is
- *		left, 2 a b / (a + b), within (b - a) / (b + a) of anything in
- *		[a, b]: at most 4.95% for a whole bucket, less for a cut one (the
- *		lowest and highest non-empty buckets, and the open-ended first and
- *		last ones once cut).  A cut that leaves nothing (an edge rounded
- *		into the next bucket) falls back to the whole bucket, brought
- *		into [min, max].
+ *		The value reported for a quantile in bucket [lower, upper): the
+ *		bucket cut to the calls' exact [min_ms, max_ms] (max_ms < min_ms:
+ *		unknown), then 2ab / (a + b), within 4.95% of anything in [a, b]
+ *		(design.md, "Time histograms").  A cut that leaves nothing (an edge
+ *		rounded into the next bucket) takes the whole bucket, clamped.
  */
 static double
 representative(double lower, double upper, double min_ms, double max_ms)
@@ -331,16 +313,11 @@ representative(double lower, double upper, double min_ms, double max_ms)
 
 /*
  * pgss_ng_hist_quantiles
- *		The qs[j]-quantiles (0 < qs[j] <= 1, qs ascending) of histogram
- *		which, in ms, into out[0 .. nq - 1], in one pass over the window:
- *		for each, the call of rank ceil(q * n) (nearest rank, n the total
- *		count): min_ms or max_ms exactly when it is the first or the last
- *		call and they are known (max_ms >= min_ms: the exact extremes of
- *		the same calls), else the representative of its bucket (see
- *		representative()).  NaN when empty.
- *
- * Within 4.95% of the true value when that lies in 8 ns .. 5.3 days, and
- * exact for a value 0.
+ *		The qs[j]-quantiles (qs ascending in (0, 1]) of histogram which, in
+ *		ms, into out[0 .. nq - 1], in one pass: the call of nearest rank
+ *		ceil(q * n), min_ms or max_ms exactly for the first or last (when
+ *		known), else its bucket's representative().  NaN when empty.
+ *		Within 4.95% from 8 ns to 5.3 days; exact for 0.
  */
 void
 pgss_ng_hist_quantiles(const PgssNgHistPair *p, int which, const double *qs,

@@ -1,25 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * hist.h
- *	  Log-scale time histograms (hist.c): the bucket layout, a dense
- *	  histogram that a backend counts into (PgssNgHistDense), and the pair
- *	  of histograms, execution and planning, that a reader copies an
- *	  entry's into (PgssNgHistPair, 2584 bytes; hist_store.c keeps only
- *	  what each entry uses).  Knows nothing of statements or shared
- *	  memory: a leaf module used by the statement kind.
- *
- * Bucket layout (DDSketch-style, gamma = 2^(1/7)): bucket 0 holds times
- * below PGSS_NG_HIST_MIN_MS (8 ns), bucket k = 1..320 holds
- * [MIN * gamma^(k-1), MIN * gamma^k), bucket 321 everything from
- * MIN * gamma^320 (about 5.3 days) up.  A bucket's representative value is
- * 2 * upper / (gamma + 1), within (gamma - 1) / (gamma + 1) = 4.95% of any
- * value in the bucket.  Every time a planning or an execution can measure
- * (clocks count nanoseconds; no call is timed shorter than two clock
- * reads) up to 5.3 days has a bucket of its own ratio: the bound holds
- * over that whole range, in both histograms at once.
- *
- * Locking: none.  The caller protects the histograms (a pending one is
- * backend-local, a pair a reader's copy).
+ *	  Log-scale time histograms (hist.c): the bucket layout (ratio 2^(1/7)
+ *	  from 8 ns: within 4.95% up to 5.3 days), the dense histogram a backend
+ *	  counts into (PgssNgHistDense) and the pair a reader copies an entry's
+ *	  into (PgssNgHistPair).  A leaf: nothing of statements or shared memory.
+ *	  docs/design.md, "Time histograms".
+ *	  Locking: none; the caller protects the histograms.
  *
  *-------------------------------------------------------------------------
  */

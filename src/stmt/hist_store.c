@@ -1,23 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * hist_store.c
- *	  A shared entry's time histograms, stored as they are used: nothing
- *	  for a histogram of up to two calls (their times are the entry's
- *	  min and max), then one DSA chunk holding, for each histogram, the
- *	  buckets between its lowest and highest call with some room to spare
- *	  (hist_store.h).  A merge that needs a bucket outside the room
- *	  replaces the chunk with a larger one (a quarter more than the
- *	  window, at least four buckets, and the rest of its DSA size class):
- *	  a statement whose times span two decades uses about 50 of the 322
- *	  buckets.
- *
- * Allocation and errors: the chunk is allocated with DSA_ALLOC_NO_OOM; a
- * merge allocates at most one chunk, before it changes anything, so that
- * an ERROR raised while allocating (a DSM segment that cannot be made)
- * leaves the histograms as they were.  When no chunk can be had, the
- * histograms that needed one are lost (hist_store.h) and their calls
- * counted in PgssNgHistStats.dropped; the caller still counts the calls.
- * PgssNgHistStats.bytes follows every chunk allocated and freed.
+ *	  A shared entry's time histograms stored as used (hist_store.h): none
+ *	  up to two calls, then one DSA chunk with each histogram's window and
+ *	  room to spare, replaced by a larger one as needed.  A merge allocates
+ *	  at most one chunk, before it changes anything; without one the
+ *	  histograms are lost (PgssNgHistStats.dropped).  docs/design.md, "Time
+ *	  histograms".
  *
  *-------------------------------------------------------------------------
  */
@@ -212,15 +201,12 @@ lose(PgssNgHistStore *hs, PgssNgHistChunk *c, PgssNgHistStats *st, int w,
 
 /*
  * pgss_ng_hist_store_merge
- *		Add the calls of add into the histograms of hs.  min_ms and
- *		max_ms are the entry's min and max of each phase before this merge:
- *		the times of a small histogram's calls.  A new chunk is allocated
- *		only where a histogram outgrows its room (or its small state), and
- *		tried only if may_alloc (when not NULL) says so, asked then only;
- *		without one, those histograms are lost.
- *
- * Entry lock held exclusively.  Errors: only those dsa raises while
- * allocating or mapping (not out of memory), before anything changed.
+ *		Add the calls of add into hs's histograms; min_ms and max_ms are each
+ *		phase's min and max before this merge (a small histogram's calls).  A
+ *		chunk is allocated only where a histogram outgrows its room, if
+ *		may_alloc (when not NULL) says so; without one, those histograms are
+ *		lost.  Entry lock held exclusively.  Errors: only dsa's (not out of
+ *		memory), before anything changed.
  */
 void
 pgss_ng_hist_store_merge(dsa_area *area, PgssNgHistStore *hs,

@@ -1,27 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * hist_store.h
- *	  Where a shared entry keeps its two time histograms (hist_store.c):
- *	  a small handle in the entry (PgssNgHistStore) and, only once a
- *	  histogram holds more than two calls, one DSA chunk of its own with
- *	  the buckets each histogram uses (PgssNgHistChunk).  Knows the bucket
- *	  layout (hist.h) and DSA, nothing of statements: the statement kind
- *	  passes the entry's min/max and where to count bytes.
- *
- * A histogram is in one of three states:
- *	  small	 no counts stored: it holds nsmall calls (0, 1 or 2), whose
- *			 times are the exact min and max of its phase (one call: both),
- *			 so its buckets are those of min and max;
- *	  chunk	 its counts are in the chunk, for a window of buckets that
- *			 grows (the chunk is replaced by a larger one) as calls come
- *			 outside it;
- *	  lost	 a chunk could not be allocated (shared memory short): the calls
- *			 since the entry's last min/max reset are not all kept, so none
- *			 are (counted in PgssNgHistStats.dropped); empty until that
- *			 reset, which makes both histograms small and empty again.
- *
- * Locking: none of its own.  The caller holds the entry's lock (exclusive
- * to change, shared to copy); DSA takes its own, innermost.
+ *	  Where a shared entry keeps its two time histograms (hist_store.c): a
+ *	  handle in the entry (PgssNgHistStore) and, past two calls, one DSA chunk
+ *	  (PgssNgHistChunk).  A histogram is small (nsmall calls, 0-2: its phase's
+ *	  min and max), in the chunk, or lost (no chunk could be had: empty until
+ *	  the entry's next min/max reset).  docs/design.md, "Time histograms".
+ *	  Locking: the caller holds the entry lock; DSA's own is innermost.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,34 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * normalize.c
- *	  Build the normalized text of one statement, byte for byte the same as
- *	  the text the server's own pg_stat_statements stores (1.10 on
- *	  PostgreSQL 15 and 16, 1.11 on 17, 1.12 on 18): the statement's own
- *	  part of the source string, with every constant that core query
- *	  jumbling recorded replaced by a "$n" parameter symbol.
- *
- * Which constants core records is the server's business (16 added those of
- * utility statements); from 18 on it also records squashed lists of
- * constants (IN (1, 2, 3)), written as one "$n" followed by the comment
- * PGSS_NG_SQUASHED_SUFFIX, and external parameters, renumbered only in
- * statements with a squashed list (see pgver.h).
- *
- * Core jumbling (JumbleQuery) only records where each constant starts.  To
- * know how many bytes to replace we re-lex the statement with core's own
- * flex scanner (the same one raw_parser() uses), so every literal syntax
- * the parser accepts ('...', E'...', U&'...', $$...$$, B'...', X'...',
- * numerics, typed literals) is measured exactly as the parser saw it.
- *
- * A constant recorded at a '-' is a negated numeric literal (the grammar
- * moves the location of "-5" to the minus sign); its extent runs from the
- * '-' through the end of the following token, so "- 5" is one constant.
- *
- * Unlike pg_stat_statements, which lets the scanner run on to the end of the
- * whole (possibly multi-statement) source string, we scan a private copy of
- * exactly query_len bytes and never look past the statement.  Statement
- * boundaries are token boundaries, so the lengths found are the same.
- *
- * Locking: none; pure backend-local computation on palloc'd memory.
+ *	  The normalized text of one statement, byte for byte that of the
+ *	  server's pg_stat_statements (1.10 on 15 and 16, 1.11 on 17, 1.12 on 18):
+ *	  its own part of the source string, each constant that core jumbling
+ *	  recorded replaced by "$n", the constants' lengths measured by core's own
+ *	  scanner on a private copy of the statement.  docs/design.md, "Normalized
+ *	  texts".  Locking: none (backend-local, palloc'd).
  *
  *-------------------------------------------------------------------------
  */
@@ -77,34 +55,12 @@ compare_location(const void *a, const void *b)
 
 /*
  * fill_constant_lengths
- *
- * Sort jstate->clocations by location (in place) and set the length, in
- * bytes, of every constant that can be found by lexing the statement.
- * A squashed list (18) comes with its length set by core jumbling and is
- * not lexed.  Other entries that are not measured keep the length -1 they
- * come in with, and are later left alone by the caller:
- *	- duplicates (a location not past the previous measured one);
- *	- locations outside [0, query_len), which cannot belong to this
- *	  statement (these, and everything after them, stop the scan);
- *	- anything after the scanner reached the end of the statement.
- *
- * "query" points at the statement's first byte and holds at least query_len
- * bytes; jstate locations are offsets in the whole source string, so
- * query_loc is subtracted from them.
- *
- * The lexer is started on a NUL-terminated private copy of the query_len
- * bytes, so it can never read beyond the statement.  Flex NUL-terminates
- * the current token inside its scan buffer, which is a byte-for-byte copy
- * of our input, so the length of a constant is strlen() from the
- * constant's location to that terminator; for a negative constant we first
- * lex one more token so the extent covers the '-' and the number.
- *
- * Memory: the copy and all scanner state live in a short-lived child of
- * CurrentMemoryContext that is deleted before returning; if an error
- * escapes, the child goes away with its parent.
- *
- * Errors: none expected, since the text has already been through the same
- * scanner; any scanner ereport(ERROR) would propagate to the caller.
+ *		Sort jstate->clocations by location and set the length (bytes) of
+ *		every constant found by lexing a NUL-terminated private copy of
+ *		the statement's query_len bytes (query_loc: the statement's offset
+ *		in the source string); the others keep -1 (design.md, "Normalized
+ *		texts").  Memory: a child of CurrentMemoryContext, deleted before
+ *		returning.  Errors: the scanner's, which cannot happen here.
  */
 static void
 fill_constant_lengths(JumbleState *jstate, const char *query,
@@ -191,33 +147,12 @@ fill_constant_lengths(JumbleState *jstate, const char *query,
 
 /*
  * pgss_ng_normalize_query
- *
- * See normalize.h for the contract.  Measures the constants with
- * fill_constant_lengths(), then writes the statement with each measured
- * constant replaced by "$N".  N counts only the constants actually replaced
- * (1, 2, 3, ... in text order; duplicates and unmeasured entries take no
- * number) and starts after highest_extern_param_id, so the numbering
- * continues after any $n parameters the statement already had.  This is
- * what pg_stat_statements does in current PostgreSQL 15 minor releases,
- * which no longer leave gaps for duplicate locations (e.g. the constant
- * BETWEEN repeats: "1 between 0 and 2" becomes "$1 between $2 and $3").
- * A squashed list (18) is replaced by "$N" and PGSS_NG_SQUASHED_SUFFIX.
- * An external parameter recorded by jumbling (18) is replaced (renumbered)
- * only when the statement has a squashed list, as pg_stat_statements 1.12
- * does; otherwise its text is kept.
- * Text between and after constants is copied verbatim, up to query_len
- * bytes of input.
- *
- * Units: query_loc, *query_len and all offsets are in bytes.
- *
- * Memory: the result (at most query_len + 10 bytes per constant + 1) is
- * palloc'd in CurrentMemoryContext; scratch memory is freed before
- * returning.
- *
- * Errors: out of memory, or an invalid allocation request for statements
- * near the 1 GB palloc limit (as in pg_stat_statements); a scanner error
- * from fill_constant_lengths() would propagate, but cannot happen for text
- * the parser has just accepted.
+ *		See normalize.h.  Writes the statement (query_len bytes, offsets in
+ *		bytes) with each measured constant replaced by "$N", N counting the
+ *		constants replaced from highest_extern_param_id + 1 (design.md,
+ *		"Normalized texts").  Memory: the result (at most query_len + 10
+ *		bytes per constant + 1) is palloc'd in CurrentMemoryContext.
+ *		Errors: out of memory, or too large near the 1 GB palloc limit.
  */
 char *
 pgss_ng_normalize_query(JumbleState *jstate, const char *query,

@@ -16,18 +16,11 @@
 
 /*
  * pgss_ng_normalize_query
- *
- * query      the statement's own text, already cut by CleanQuerytext():
- *            it starts at the statement's first byte; the source string may
- *            continue past query_len (other statements of a multi-statement
- *            string follow), but only query_len bytes belong to this one.
- * query_loc  byte offset of the statement inside the whole source string
- *            (JumbleState locations are relative to the whole string).
- * query_len  in: length of the statement in bytes; out: length of the
- *            returned normalized text in bytes (not counting the NUL).
- *
- * Returns a palloc'd NUL-terminated string in CurrentMemoryContext.
- * jstate->clocations is sorted in place and its lengths filled in.
+ *		The normalized text of the statement at query (cut by
+ *		CleanQuerytext(): query_len bytes, at byte offset query_loc in the
+ *		source string that jstate's locations count from), palloc'd in
+ *		CurrentMemoryContext, NUL-terminated; *query_len is set to its
+ *		length.  Sorts jstate->clocations and fills their lengths.
  */
 extern char *pgss_ng_normalize_query(JumbleState *jstate, const char *query,
 									 int query_loc, int *query_len);

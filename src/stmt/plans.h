@@ -1,16 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * plans.h
- *	  Plan rows (plans.c): per statement entry, one row per plan it ran,
- *	  in DSA chunks hanging from its shared data, flushed, read, saved,
- *	  reset and evicted with it; pgss_ng.plans_max bounds them all.  A
- *	  known plan's execution is counted in the statement's pending data
- *	  and merged by its flush under the entry lock it takes anyway: no
- *	  lock, lookup or allocation of its own.
- *
- * Locking: a statement's plan rows are its kind data, under its entry
- * lock.  Their eviction takes the named LWLock pgss_ng_plan_dealloc
- * without waiting, then the statement kind's partition and entry locks.
+ *	  Plan rows (plans*.c): per statement entry, one row per plan it ran, in
+ *	  DSA chunks hanging from its shared data, bounded by pgss_ng.plans_max; a
+ *	  known plan's execution is counted in the statement's pending data and
+ *	  merged by its flush.  docs/design.md, "Plan rows".
+ *	  Locking: a statement's rows are its kind data, under its entry lock;
+ *	  eviction takes pgss_ng_plan_dealloc without waiting, then the kind's.
  *
  *-------------------------------------------------------------------------
  */
@@ -220,14 +216,12 @@ extern void pgss_ng_plans_flush_slow(PgssNgStmtPlans *sp,
 
 /*
  * pgss_ng_plans_flush
- *		Merge a statement's pending plan counts into its plan rows, from
- *		its flush callback (entry lock held exclusively; area is the
- *		statement kind's, key its ref->key, now the flush's time): each
- *		plan's counts to its row, or, with no row yet, to a work item
- *		(pgss_ng_plans_work makes it).  One plan whose row is the
- *		statement's first, the common case, is merged here, inline; the
- *		rest by pgss_ng_plans_flush_slow().  Rows are mapped before
- *		anything is written (dsa_get_address may raise).
+ *		Merge a statement's pending plan counts into its rows, from its flush
+ *		callback (entry lock exclusive; key its ref->key, now the flush's
+ *		time): each plan's counts to its row, or to a work item when it has
+ *		none.  The common case, one plan whose row is the first, inline; the
+ *		rest by pgss_ng_plans_flush_slow().  Rows are mapped before anything is
+ *		written (dsa_get_address may raise).
  */
 static inline void
 pgss_ng_plans_flush(dsa_area *area, PgssNgStmtPlans *sp,

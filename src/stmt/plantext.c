@@ -1,18 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * plantext.c
- *	  The plan text arena: one DSA chunk per plan row's text (its length
- *	  and bytes, NUL-terminated), charged against pgss_ng.plan_text_memory.
- *
- * Plan texts are not deduplicated (two rows rarely share one: the text
- * names the statement's relations and indexes) and not evicted for room:
- * a text that does not fit under the cap, or is larger than 1/8 of it, is
- * not stored, and its plan row keeps plan NULL (plan_text_dropped), as a
- * query text does.  Plan rows give their texts back when they go (their
- * statement's removal, or the eviction of plan rows past
- * pgss_ng.plans_max), which makes room for new ones.
- *
- * Locking: none; see plantext.h.
+ *	  The plan text arena (plantext.h): one DSA chunk per plan row's text,
+ *	  charged against pgss_ng.plan_text_memory; not deduplicated, not evicted
+ *	  for room (a text over the cap, or over 1/8 of it, is not stored: plan
+ *	  NULL, counted in plan_text_dropped); rows give their texts back when
+ *	  they go.  docs/design.md, "Plan rows".  Locking: none; see plantext.h.
  *
  *-------------------------------------------------------------------------
  */

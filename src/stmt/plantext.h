@@ -1,13 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * plantext.h
- *	  The plan text arena: the EXPLAIN (COSTS OFF) texts of plan rows
- *	  (plans.c), in the statement kind's DSA area, capped by
+ *	  The plan text arena (plantext.c): the EXPLAIN (COSTS OFF) texts of plan
+ *	  rows, in the statement kind's DSA area, capped by
  *	  pgss_ng.plan_text_memory apart from the query texts.
- *
- * Locking: none.  The cap is reserved with a compare-and-exchange on an
- * atomic counter; each text is a DSA chunk of its own, owned by one plan
- * row, written before the row is published and never changed after.
+ *	  Locking: none.  The cap is reserved by compare-and-exchange; a text is
+ *	  written before its row is published and never changed after.
  *
  *-------------------------------------------------------------------------
  */

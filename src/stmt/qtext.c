@@ -1,51 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * qtext.c
- *	  The query text arena.
- *
- * A text is one DSA chunk, a QtextNode: its 64-bit XXH3 hash, a link to
- * the next text with the same hash, the number of entries using it, its
- * length and its bytes (NUL-terminated).  A dshash (the dedup hash) maps a
- * hash to the first node of its chain; a text is found by hash, then by
- * length and byte comparison.  Texts are never cut, so never in the
- * middle of a multibyte character.
- *
- * The cap (pgss_ng.query_text_memory) and privacy: the cap applies to the
- * charged bytes, the size of a node (header included) counted once per
- * entry that uses it, as if no text were shared; sharing only saves
- * memory.  A text is checked against the cap before the dedup hash is
- * looked at, and the charge does not depend on whether an identical text
- * is already stored.  So whether an entry gets its text (or query NULL,
- * counted in qtext_dropped) never depends on the texts of other entries,
- * and a role cannot learn whether another role ran a guessed text (issue
- * 14).  The physical bytes (qtext_bytes in pgss_ng_info) are never more
- * than the charged ones, hence never over the cap either.
- *
- * Pressure: a full arena makes room the way a full table does.  Once the
- * charged bytes pass the cap minus QTEXT_RESERVE (1/QTEXT_SHARE of the
- * cap), pgss_ng_qtext_needs_room() says so and the kind layer evicts the
- * least valuable entries (usage order, under its dealloc lock, a bounded
- * batch per call) before it creates the next entry; each evicted entry
- * gives back its charge.  So a new text of up to QTEXT_RESERVE bytes
- * normally finds room.  A text whose node is larger than that is never
- * stored (query NULL, counted in qtext_dropped), so that one statement
- * cannot flush more than a 1/QTEXT_SHARE of the arena.  Texts read back
- * from disk (pgss_ng_qtext_store with restore) are stored only below the
- * cap minus QTEXT_RESERVE, so that a restore never makes eviction run:
- * with a cap lowered across a restart, the texts that no longer fit are
- * dropped and their entries kept.
- *
- * The dedup hash is created by the first backend that stores a text (the
- * postmaster must not create DSM segments, and this keeps the kind layer's
- * in-place area for the entries' hash).
- *
- * Locking: see qtext.h.  No global lock is taken to store or release a
- * text: the charge is reserved with a compare-and-exchange on an atomic
- * counter (so the cap is exact), and a node's chain and refcount are
- * protected by the partition lock of its hash in the dedup hash.  Those
- * partition locks use the tranche of the named LWLock pgss_ng_qtext, so
- * that waits for them show as that wait event; the named lock itself only
- * guards the one-time creation of the dedup hash (attach_dedup).
+ *	  The query text arena (qtext.h): each distinct text one DSA chunk
+ *	  (QtextNode: XXH3 hash, chain link, refcount, length, bytes), found
+ *	  through a dedup dshash; each entry's charge is reserved against
+ *	  pgss_ng.query_text_memory before the dedup hash is looked at (privacy),
+ *	  and a full arena makes eviction run.  docs/design.md, "Query-text
+ *	  arena".  Locking: see qtext.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -305,25 +266,12 @@ qtext_allocated_size(Size size, bool alone)
 
 /*
  * pgss_ng_qtext_store
- *		Store len bytes of text, or share the identical text already
- *		stored.  Returns the text's pointer, or InvalidDsaPointer if it
- *		does not fit under the cap or shared memory ran out (counted in
- *		qtext_dropped) or is larger than 1/QTEXT_SHARE of the cap.  The
- *		cap is checked first, on the charged bytes (see the file header),
- *		so the outcome does not depend on whether the same text is already
- *		stored.  A restored text (restore: read back from disk) is charged
- *		only up to the level where the arena needs room (room_floor), so
- *		that restored texts never make eviction run, neither during the
- *		restore nor at the next new entry: with a cap lowered across a
- *		restart, the texts that no longer fit are dropped and their entries
- *		kept.
- *
- * Locks: the partition lock of the text's hash in the dedup hash,
- * exclusively (no global lock); a new node is allocated and filled under
- * it, so that a failed dshash insert (its ERROR leaves its partition locks
- * held) never leaves a node behind.  Errors: an out-of-memory ERROR from
- * the dedup hash itself propagates, with the charge given back first (the
- * caller's guard releases the locks); nothing is allocated then.
+ *		Store len bytes of text, or share the identical text stored; the
+ *		charge is checked against the cap first, so the outcome never
+ *		depends on other entries' texts.  Invalid when it does not fit, is
+ *		over 1/QTEXT_SHARE of the cap, or shared memory ran out (counted in
+ *		qtext_dropped); a restored text only up to room_floor().  Locks: its
+ *		hash's dedup partition lock; an ERROR gives the charge back first.
  */
 dsa_pointer
 pgss_ng_qtext_store(dsa_area *area, const char *text, int len, bool restore)
@@ -505,13 +453,11 @@ pgss_ng_qtext_release(dsa_area *area, dsa_pointer text)
 
 /*
  * pgss_ng_qtext_needs_room
- *		Whether entries should be evicted to make room (the kind's
- *		needs_room_cb): with starting, whether the charged bytes are past
- *		the high-water mark, the cap minus QTEXT_RESERVE; without, whether
- *		they are still past the low-water mark, the cap minus twice that.
- *		So an eviction for room frees about QTEXT_RESERVE at once, and the
- *		next one is due only after that much more text.  One atomic read:
- *		a hint, checked again at every call; never raises an ERROR.
+ *		The kind's needs_room_cb: with starting, whether the charged bytes are
+ *		past the cap minus QTEXT_RESERVE; without, whether still past the cap
+ *		minus twice that, so an eviction for room frees about QTEXT_RESERVE at
+ *		once.  One atomic read: a hint, checked again at every call; never
+ *		raises an ERROR.
  */
 bool
 pgss_ng_qtext_needs_room(bool starting)

@@ -1,20 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * qtext.h
- *	  The query text arena: normalized query texts in shared memory,
- *	  capped by pgss_ng.query_text_memory, each distinct text stored once
- *	  and shared by every entry that uses it.
- *
- * Locking: no global lock.  Storing or releasing a text takes the
- * partition lock of its hash in the arena's dedup hash (wait event
- * pgss_ng_qtext), innermost: after any lock of the kind layer, and never
- * two at once.  The counters are atomics; the cap is reserved with a
- * compare-and-exchange.  The named LWLock pgss_ng_qtext itself only
- * guards the one-time creation of the dedup hash.  A stored text's bytes
- * are immutable until its last user releases it; readers copy them
- * without a lock, relying on the reference their entry holds (the kind
- * layer frees an entry, and with it its text reference, only after its
- * last entry reference is gone).
+ *	  The query text arena (qtext.c): normalized query texts in shared
+ *	  memory, capped by pgss_ng.query_text_memory, each distinct text stored
+ *	  once and shared by the entries that use it.  docs/design.md.
+ *	  Locking: a store or release takes its hash's partition lock in the
+ *	  dedup hash (wait event pgss_ng_qtext), innermost; readers copy a text
+ *	  without a lock, through the reference their entry holds.
  *
  *-------------------------------------------------------------------------
  */

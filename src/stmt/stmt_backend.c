@@ -2,35 +2,11 @@
  *
  * stmt_backend.c
  *	  What a backend does with the statement kind: attach once, record
- *	  plannings and executions (pgss_ng_store) and failed executions
- *	  (pgss_ng_stmt_merge_errors turns the notes of frames.c into pending
- *	  counts), flush, the writer's eviction after a reload, and the one
- *	  exit sequence.
- *
- * A top-level statement's planning or execution is counted straight into
- * its shared entry (pgss_ng_stmt_lock: one lookup, the entry lock tried,
- * no reference, nothing allocated); only if that lock is busy is it kept
- * pending.  A nested one is counted in
- * pending data (holding a reference, within the backend's share:
- * pgss_ng_kind_pending_limit) flushed at the end of the top-level
- * statement; with no share at all it is counted straight too.  Counting into pending
- * data this backend already holds touches no shared memory and raises
- * nothing; what touches shared memory runs under pgss_ng_kind_guard(): no
- * ERROR escapes, and the lost work is counted as dropped.
- *
- * The exit sequence is one before_shmem_exit callback (stmt_exit),
- * registered by the first attach or statement of the backend, that does,
- * in this order: note the frames a FATAL left open (frames.c), merge
- * every failure noted into pending counts, flush everything pending
- * (waiting for locks), detach from the kind (pgss_ng_kind_detach), and
- * stop counting this process as attached, so that the writer, which waits
- * for attached processes at shutdown (writer.c), finds every count
- * flushed.
- *
- * Owns: whether this backend registered the exit callback and counts in
- * PgssNgStmtControl.nattached; the failure note being merged.
- *
- * Locking: none of its own; the kind layer's (kind.h), the info spinlock.
+ *	  plannings and executions (pgss_ng_stmt_count_call), flush (merging failed
+ *	  executions first), the writer's eviction after a reload, and the one
+ *	  exit sequence (stmt_exit).  docs/design.md, "Backend side".  Shared
+ *	  memory is touched under pgss_ng_kind_guard(): no ERROR escapes.
+ *	  Owns: the exit callback's registration, this process's nattached count.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,7 +18,7 @@
 #include "utils/memutils.h"
 
 #include "normalize.h"
-#include "hooks/frames.h"
+#include "stmt_failures.h"
 #include "stmt_kind.h"
 #include "stmt_kind_int.h"
 
@@ -54,10 +30,6 @@ static bool counted_attached = false;
 
 /* attached to the statement kind (pgss_ng_stmt_attach returned true) */
 static bool attached = false;
-
-/* the failure note being merged, for the guard's error path */
-static PgssNgFailureNote merging;
-static bool merging_valid = false;
 
 static void merge_and_flush(bool force);
 
@@ -72,7 +44,8 @@ static void
 stmt_exit(int code, Datum arg)
 {
 	/* a FATAL leaves the frames of the statements it aborted open */
-	pgss_ng_stmt_note_open_frames();
+	if (pgss_ng_stmt_note_at_exit)
+		pgss_ng_stmt_note_at_exit();
 	pgss_ng_stmt_merge_errors();
 	if (pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 		pgss_ng_kind_flush(pgss_ng_stmt_kind, true);
@@ -99,15 +72,11 @@ register_exit(void)
 
 /*
  * pgss_ng_stmt_attach
- *		Attach this backend to the statement kind's shared entries, once,
- *		and register the exit sequence.  False when the library was not
- *		preloaded, or at exit after the detach (see pgss_ng_kind_attach).
- *
- * Counts the attached processes that the writer (writer.c) waits for at
- * shutdown, until their exit sequence is done.  Not walsenders: PostgreSQL
- * stops them only after the background workers, so the writer could not
- * wait for them; they flush with a waiting lock at every statement end
- * instead (pgss_ng_flush).
+ *		Attach this backend to the statement kind, once, and register the
+ *		exit sequence; false when not preloaded, or at exit after the detach.
+ *		Counts the process in nattached, which the writer waits for at
+ *		shutdown; not walsenders (stopped after the background workers): they
+ *		flush with a waiting lock at every statement end.
  */
 bool
 pgss_ng_stmt_attach(void)
@@ -128,116 +97,32 @@ pgss_ng_stmt_attach(void)
 }
 
 /*
- * pgss_ng_stmt_attached
+ * pgss_ng_stmt_nattached
  *		Processes attached and not yet past their exit sequence (walsenders
  *		not counted).  Read without a lock.
  */
 uint32
-pgss_ng_stmt_attached(void)
+pgss_ng_stmt_nattached(void)
 {
 	return pg_atomic_read_u32(&pgss_ng_stmt_ctl->nattached);
 }
 
 /*
- * pgss_ng_stmt_begin
- *		At the start of a tracked statement's hook call, when frames.c asks
- *		for it (pgss_ng_frames_attention): the backend's first statement
- *		registers the exit sequence (without attaching), so that it runs
- *		should a FATAL end the very first statement; failures noted since
- *		the last merge are merged and flushed, waiting for entry locks
- *		(held only for a merge or a reader's copy; merge_and_flush), so
- *		that other sessions see them by the time this call starts, even in
- *		a session whose statements all fail (their executions never end,
- *		so no statement end flushes them), and so that a loop catching
- *		errors does not fill the notes.  No ERROR escapes.
+ * pgss_ng_stmt_flush_failures
+ *		At a tracked statement's start, when asked (pgss_ng_stmt_attention):
+ *		register the exit sequence (a FATAL may end the very first
+ *		statement), then merge and flush, waiting for entry locks, the
+ *		failures noted since the last merge: a session whose statements all
+ *		fail never reaches a statement end, and a loop catching errors must
+ *		not fill the notes.  No ERROR escapes.
  */
 void
-pgss_ng_stmt_begin(void)
+pgss_ng_stmt_flush_failures(void)
 {
 	register_exit();
-	pgss_ng_frames_attention = false;
+	pgss_ng_stmt_attention = false;
 	if (pgss_ng_stmt_notes_waiting())
 		merge_and_flush(true);
-}
-
-/*
- * merge_note
- *		Add one noted failure to this backend's pending counters, making
- *		the entry if needed (with the noted text, or none); dropped if it
- *		cannot be made.  Errors: those of pgss_ng_stmt_pending_failed(),
- *		under the caller's guard.
- */
-static void
-merge_note(const PgssNgFailureNote *n)
-{
-	PgssNgStmtKey key;
-	PgssNgPending *p;
-
-	memset(&key, 0, sizeof(key));
-	key.userid = n->userid;
-	key.dbid = n->dbid;
-	key.queryid = n->queryid;
-	key.toplevel = n->toplevel;
-	p = pgss_ng_stmt_pending_failed(&key, n->text, n->textlen);
-	if (p == NULL)
-		pgss_ng_stmt_count_dropped(1);
-	else
-	{
-		p->counters.errors += 1;
-		p->counters.error_exec_time += n->elapsed_ms;
-	}
-}
-
-/*
- * merge_errors_guarded
- *		The body of pgss_ng_stmt_merge_errors(), run under
- *		pgss_ng_kind_guard().  Each note is taken out of frames.c's
- *		array before it is merged (in merging), so that an ERROR cannot
- *		merge it twice.
- */
-static void
-merge_errors_guarded(void *arg)
-{
-	int64		lost;
-
-	if (!pgss_ng_stmt_attach())
-		return;
-	lost = pgss_ng_stmt_take_notes_lost();
-	if (lost > 0)
-		pgss_ng_stmt_count_dropped(lost);
-	while (pgss_ng_stmt_take_note(&merging))
-	{
-		merging_valid = true;
-		merge_note(&merging);
-		if (merging.text)
-			pfree(merging.text);
-		merging_valid = false;
-	}
-}
-
-/*
- * pgss_ng_stmt_merge_errors
- *		Turn the failed executions noted so far into pending counts: when
- *		the next tracked call opens its frame (flushed at once then), at
- *		every pgss_ng_flush() (the end of each top-level statement, tracked
- *		or not), before a view read or reset of this backend, and at exit.
- *		No ERROR escapes (pgss_ng_kind_guard); a note whose merge raised
- *		one counts as dropped.  Memory: the notes' texts are freed.
- */
-void
-pgss_ng_stmt_merge_errors(void)
-{
-	if (!pgss_ng_stmt_notes_waiting())
-		return;
-	if (!pgss_ng_kind_guard(pgss_ng_stmt_kind, "record failed executions",
-							merge_errors_guarded, NULL) &&
-		merging_valid)
-	{
-		merging_valid = false;
-		if (merging.text)
-			pfree(merging.text);
-		pgss_ng_stmt_count_dropped(1);
-	}
 }
 
 /*
@@ -321,7 +206,7 @@ count_jit(PgssNgCounters *c, const JitInstrumentation *jitusage)
  *		to add).
  */
 static void
-count_sums(PgssNgCounters *c, const PgssNgStore *s)
+count_sums(PgssNgCounters *c, const PgssNgCall *s)
 {
 	const BufferUsage *bufusage = s->bufusage;
 	const WalUsage *walusage = s->walusage;
@@ -377,7 +262,7 @@ count_sums(PgssNgCounters *c, const PgssNgStore *s)
  *		it used (count_sums).
  */
 static void
-count_one(PgssNgPending *p, const PgssNgStore *s)
+count_one(PgssNgPending *p, const PgssNgCall *s)
 {
 	count_time(p, s->phase, s->total_time);
 	count_sums(&p->counters, s);
@@ -385,17 +270,17 @@ count_one(PgssNgPending *p, const PgssNgStore *s)
 		pgss_ng_plans_count(&p->plans, s->planid, s->total_time, s->rows);
 }
 
-/* What the guarded part of pgss_ng_store() gets, and returns. */
-typedef struct StoreArgs
+/* What the guarded part of pgss_ng_stmt_count_call() gets, and returns. */
+typedef struct CountArgs
 {
-	const PgssNgStore *s;
+	const PgssNgCall *s;
 	PgssNgStmtKey key;
 	bool		dropped;		/* set: nothing could be recorded */
-} StoreArgs;
+} CountArgs;
 
 /*
  * parse_guarded
- *		pgss_ng_store() at parse analysis (s->jstate), under
+ *		pgss_ng_stmt_count_call() at parse analysis (s->jstate), under
  *		pgss_ng_kind_guard(): make sure the entry exists, normalizing the
  *		text if it does not (the normalized text can only be computed
  *		here).  Memory: the normalized text is palloc'd in
@@ -404,8 +289,8 @@ typedef struct StoreArgs
 static void
 parse_guarded(void *arg)
 {
-	StoreArgs  *a = (StoreArgs *) arg;
-	const PgssNgStore *s = a->s;
+	CountArgs  *a = (CountArgs *) arg;
+	const PgssNgCall *s = a->s;
 	const char *query = s->query;
 	int			query_location = s->query_location;
 	int			query_len = s->query_len;
@@ -423,16 +308,15 @@ parse_guarded(void *arg)
 
 /*
  * record_now
- *		Count s straight into its shared entry (key), making it if needed
- *		(pgss_ng_stmt_lock, pgss_ng_stmt_count_hist, then
- *		pgss_ng_stmt_count_locked), or, if the entry
- *		lock is busy, in new pending data of this backend's.  False when
- *		the entry could not be made (the caller counts it as dropped).
- *		Errors: those of the kind layer and the text arena; called under a
- *		guard.
+ *		Count s straight into its shared entry (key), made if needed
+ *		(pgss_ng_stmt_lock, then the histogram, the plan rows and
+ *		pgss_ng_stmt_count_locked), or, if the entry lock is busy, in new
+ *		pending data.  False when the entry could not be made (the caller
+ *		counts a drop).  Errors: the kind layer's and the text arena's, under
+ *		a guard.
  */
 static bool
-record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
+record_now(const PgssNgStmtKey *key, const PgssNgCall *s)
 {
 	PgssNgEntryRef ref;
 
@@ -475,7 +359,7 @@ record_now(const PgssNgStmtKey *key, const PgssNgStore *s)
 static void
 pending_guarded(void *arg)
 {
-	StoreArgs  *a = (StoreArgs *) arg;
+	CountArgs  *a = (CountArgs *) arg;
 	PgssNgPending *p;
 
 	if (!pgss_ng_stmt_attach())
@@ -489,21 +373,18 @@ pending_guarded(void *arg)
 }
 
 /*
- * pgss_ng_store
- *		Record what s describes (see PgssNgStore): a planning or execution
- *		of a statement, or, with s->jstate, its entry with the normalized
- *		text.  Called from the hooks.  Into pending data this backend holds
- *		for the entry: counted there, nothing else.  Otherwise a top-level
- *		statement's (or any, without a share of pending references) is
- *		counted straight into its shared entry, a nested one's in new
- *		pending data (see the file header).  No ERROR escapes into the
- *		user's statement: one raised below is caught, logged, and the
- *		planning or execution counted as dropped.
+ * pgss_ng_stmt_count_call
+ *		Record what s describes (PgssNgCall), from the hooks: a planning or
+ *		execution, or with s->jstate the entry and its normalized text.  Into
+ *		pending data this backend holds for the entry if any; else a top-level
+ *		statement's (or any, with no share of pending references) straight into
+ *		its entry, a nested one's into new pending data.  No ERROR escapes: one
+ *		raised is logged and the call counted as dropped.
  */
 void
-pgss_ng_store(const PgssNgStore *s)
+pgss_ng_stmt_count_call(const PgssNgCall *s)
 {
-	StoreArgs	a = {.s = s};
+	CountArgs	a = {.s = s};
 	PgssNgPending *p;
 
 	if (s->queryid == UINT64CONST(0) || pgss_ng_stmt_ctl == NULL)
@@ -559,39 +440,37 @@ flush_guarded(void *arg)
 }
 
 /*
- * evict_guarded
- *		The body of pgss_ng_stmt_evict(), run under pgss_ng_kind_guard().
+ * enforce_max_guarded
+ *		The body of pgss_ng_stmt_enforce_max(), run under pgss_ng_kind_guard().
  */
 static void
-evict_guarded(void *arg)
+enforce_max_guarded(void *arg)
 {
 	if (pgss_ng_stmt_attach())
 		pgss_ng_kind_evict(pgss_ng_stmt_kind);
 }
 
 /*
- * pgss_ng_stmt_evict
+ * pgss_ng_stmt_enforce_max
  *		Evict now if live entries exceed max (pgss_ng_kind_evict), for the
  *		writer after it published a lowered pgss_ng.max, so that the table
  *		follows a reload without waiting for some backend's next flush.  No
  *		ERROR escapes (pgss_ng_kind_guard).
  */
 void
-pgss_ng_stmt_evict(void)
+pgss_ng_stmt_enforce_max(void)
 {
 	(void) pgss_ng_kind_guard(pgss_ng_stmt_kind, "evict statement entries",
-							  evict_guarded, NULL);
+							  enforce_max_guarded, NULL);
 }
 
 /*
  * merge_and_flush
- *		Merge the failed executions noted since the last merge into the
- *		pending counters (pgss_ng_stmt_merge_errors), flush this backend's
- *		pending statement counters (pgss_ng_kind_flush, waiting for entry
- *		locks with force), then evict if live entries exceed max.  An ERROR
- *		(e.g. a DSM segment that cannot be mapped while freeing) is caught
- *		and logged (pgss_ng_kind_guard); what stayed pending is retried
- *		next time.
+ *		Merge the failures noted since the last merge, flush this backend's
+ *		pending counters (waiting for entry locks with force), then run an
+ *		eviction if live entries exceed max.  An ERROR (e.g. a DSM segment
+ *		that cannot be mapped) is caught and logged (pgss_ng_kind_guard); what
+ *		stayed pending is retried next time.
  */
 static void
 merge_and_flush(bool force)
@@ -616,7 +495,7 @@ merge_and_flush(bool force)
 void
 pgss_ng_flush(void)
 {
-	if (likely(!pgss_ng_frames_attention) &&
+	if (likely(!pgss_ng_stmt_attention) &&
 		!pgss_ng_kind_has_pending(pgss_ng_stmt_kind))
 	{
 		/* the plan rows the counts found missing, the texts captured */
@@ -625,7 +504,7 @@ pgss_ng_flush(void)
 		return;
 	}
 	register_exit();
-	pgss_ng_frames_attention = false;
+	pgss_ng_stmt_attention = false;
 	/* walsenders are not waited for at shutdown: never leave anything */
 	merge_and_flush(am_walsender);
 }

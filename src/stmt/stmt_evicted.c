@@ -1,46 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_evicted.c
- *	  The evicted remainder: what the statement kind keeps of the entries
- *	  it evicted.  One row per (userid, dbid, toplevel) holds the sums of
- *	  the counters that add up (calls, times, rows, blocks, WAL, JIT,
- *	  errors, CPU times, wait samples per type) over every entry evicted
- *	  since the row was last
- *	  cleared, how many entries were folded in, and when the first was.
- *	  Min, max, stddev and quantiles have no meaningful sum and are not
- *	  kept.  Part of the statement kind; shares stmt_kind_int.h.
- *
- * Exactness: every evicted entry is folded in once, by the eviction run
- * that removes it (the kind layer's evicted_cb, stmt_kind.c), once it has
- * left the hash and while no backend holds a reference to it, so its
- * counters are final; counts a backend flushes into an entry evicted
- * after it took them are folded in too (discard_pending_cb).  So for any
- * workload sum(calls) over pgss_ng plus over pgss_ng_evicted is the number
- * of executions recorded (those pgss_ng_info.dropped counts were never
- * recorded).  Resets clear the rows and log entries of what they remove
- * while the kind's removals are still serialized
- * (pgss_ng_kind_remove_matching's locked callback), so no eviction falls
- * between the two; a reset of one queryid leaves its sums in its row.
- *
- * The rows live in a fixed shared hash table of PGSS_NG_EVICTED_ROWS rows
- * in main shared memory; past that, a new (userid, dbid) is folded into
- * one overflow row per toplevel, shown with userid and dbid NULL, which a
- * reset of a user or database that may be in it clears whole.
- *
- * The eviction log (pgss_ng_evictions) is a ring of the last
- * pgss_ng.evicted_log evicted entries (PgssNgEvictionLogEntry: key, the
- * start of the text, calls, exec time, stats_since, evicted_at), written
- * by the same fold.  Not saved across a restart; a partial reset takes
- * out the entries of what it removed, a full reset empties it.
- *
- * Owns: the rows, their hash table, the ring, the GUC pgss_ng.evicted_log
- * and the pgss_ng_evicted LWLock.
- *
- * Locking: the pgss_ng_evicted LWLock protects the rows and the ring; a
- * fold takes it exclusively for O(1) work, innermost (after
- * <name>_dealloc, which the eviction run holds, or after no lock at all:
- * a discarded flush); readers and the writer take it shared while they
- * copy.  Creations never take it.
+ *	  The evicted remainder and the eviction log (stmt_evicted.h): per
+ *	  (userid, dbid, toplevel) the sums of the counters that add up over the
+ *	  entries evicted since the row was cleared (an overflow row past the
+ *	  table), and a ring of the last pgss_ng.evicted_log evicted entries, both
+ *	  written by the fold at eviction.  docs/design.md, "Evicted remainder".
+ *	  Locking: LWLock pgss_ng_evicted, exclusive (innermost) to fold.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "stmt_kind.h"
+#include "stmt_evicted.h"
 #include "stmt_kind_int.h"
 
 /* Rows of the hash table; rows beyond it go to the overflow rows. */
@@ -227,13 +194,11 @@ row_for(Oid userid, Oid dbid, bool toplevel, TimestampTz now)
 
 /*
  * pgss_ng_evicted_fold
- *		Fold counters c of the statement key into its row of the remainder,
- *		and its wait samples per type (if not NULL), counting entries more
- *		entries (1 for an evicted entry, 0 for the
- *		counts of a flush that found its entry evicted), and, if log is
- *		given (and the log on), write it into the ring as the newest entry,
- *		evicted now.  O(1).  Takes the pgss_ng_evicted LWLock exclusively
- *		(innermost); no ERROR.
+ *		Fold counters c (and wait samples per type, if not NULL) of key's
+ *		statement into its remainder row, counting entries more entries (1: an
+ *		evicted entry; 0: a flush that found its entry evicted); if log is
+ *		given (and the log on), write it into the ring as the newest.  O(1);
+ *		takes the pgss_ng_evicted LWLock exclusively (innermost); no ERROR.
  */
 void
 pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
@@ -267,13 +232,11 @@ pgss_ng_evicted_fold(const PgssNgStmtKey *key, const PgssNgCounters *c,
 
 /*
  * pgss_ng_eviction_log_copy
- *		A palloc'd copy of the eviction log, oldest first, *n entries, each
- *		text cut at the last character boundary of its encoding within
- *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes (an eviction copies that many
- *		bytes at most, maybe part of a character: the cut is made here,
- *		at a read, not per victim).  The pgss_ng_evicted LWLock is held
- *		shared while copying.  Memory: CurrentMemoryContext (allocated
- *		before the lock is taken).
+ *		A palloc'd copy of the eviction log, oldest first (*n entries), each
+ *		text cut at its encoding's last character boundary within
+ *		PGSS_NG_EVICTION_LOG_TEXT - 1 bytes (the cut is made here, at a read,
+ *		not per victim).  The LWLock is held shared while copying; the memory
+ *		(CurrentMemoryContext) is allocated before.
  */
 PgssNgEvictionLogEntry *
 pgss_ng_eviction_log_copy(int *n)
@@ -302,12 +265,10 @@ pgss_ng_eviction_log_copy(int *n)
 /*
  * pgss_ng_evicted_clear
  *		Clear the rows of userid and dbid (InvalidOid: any); clearing all
- *		clears the overflow rows and empties the eviction log too.  An
- *		overflow row is cleared whole when its masks say it may hold
- *		userid's and dbid's sums, which are not kept apart there: it then
- *		starts again (evicted_since) at its next fold.  Called by a reset
- *		with <name>_dealloc held.  Takes the pgss_ng_evicted LWLock
- *		exclusively.
+ *		clears the overflow rows and the eviction log too.  An overflow row
+ *		whose masks say it may hold their sums is cleared whole (evicted_since
+ *		restarts at its next fold).  From a reset, <name>_dealloc held; takes
+ *		the pgss_ng_evicted LWLock exclusively.
  */
 void
 pgss_ng_evicted_clear(Oid userid, Oid dbid)

@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_kind_int.h
- *	  What the files of the statement kind (stmt_kind.c, stmt_backend.c,
- *	  stmt_read.c, stmt_saved.c) share and nobody else sees: the layout of
- *	  a shared statement entry and of its pending data, the control block,
- *	  the pending lookup and the merge, the evicted remainder
- *	  (stmt_evicted.c).
- *
- * Locking: PgssNgStmtShared is protected by its entry lock (kind layer),
- * but qtext_failed, set before the entry is published and cleared once
- * under the lock, may be read without it (a true read is checked again
- * under the lock), and waits is the sampler's (waits.c says how);
- * PgssNgStmtControl by its spinlock, except hist (atomics), loaded (the
- * writer's alone) and npartial/partial (<name>_dealloc: written holding
- * it exclusively, read in the restore bracket).
+ *	  What the statement kind's files share and nobody else sees: the layouts
+ *	  of a shared entry (PgssNgStmtShared) and of pending data, the control
+ *	  block, the lookups, counts and merge.  docs/design.md, "Shared
+ *	  structures".  Locking: PgssNgStmtShared under its entry lock,
+ *	  PgssNgStmtControl under its spinlock, but for the fields that say
+ *	  otherwise.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,17 +18,22 @@
 #include "utils/timestamp.h"
 
 #include "hist_store.h"
+#include "plans.h"
 #include "stmt_kind.h"
+#include "stmt_reset.h"
 
 /* Kind data of a shared statement entry. */
 typedef struct PgssNgStmtShared
 {
 	/* what every read copies first, together (fewer cache lines) */
-	TimestampTz changed_at;		/* last change (see the file header) */
+	TimestampTz changed_at;		/* last change (design.md, "Incremental
+								 * reads") */
 	/*
 	 * qtext is a failed execution's, until the first successful one
-	 * replaces it.  Read by every store into new pending data: kept next to
-	 * the calls, which the flush that follows writes anyway.
+	 * replaces it.  Set before the entry is published, cleared once under
+	 * the entry lock: read without it by every count into new pending data
+	 * (a true read is checked again under it); next to the calls, which
+	 * the flush that follows writes anyway.
 	 */
 	bool		qtext_failed;
 	bool		have_minmax[PGSS_NG_NUMPHASE];	/* min/max set since reset */
@@ -64,28 +62,17 @@ typedef struct PgssNgPending
 	PgssNgHistDense hist[PGSS_NG_NUMPHASE];
 } PgssNgPending;
 
-/*
- * What a reset removes (pgss_ng_reset's arguments): entries whose key
- * matches, 0 (InvalidOid) matching any.
- */
-typedef struct PgssNgResetFilter
-{
-	Oid			userid;
-	Oid			dbid;
-	uint64		queryid;
-} PgssNgResetFilter;
-
 /* Partial resets kept for a restore (PgssNgStmtControl.partial). */
 #define PGSS_NG_PARTIAL_RESETS_KEPT	32
 
 /*
  * The statement kind's control block, in main shared memory: its info
  * counters (those of pgss_ng_info that are not the kind layer's or the
- * text arena's; the histograms' are atomics), whether the stats file was loaded, the number of
- * attached processes, and the partial resets made since shared memory was
- * made, which a restore must not undo (stmt_read.c records them,
- * stmt_saved.c reads them, both under <name>_dealloc: exclusively, and
- * shared in the restore bracket).
+ * text arena's; the histograms' are atomics), whether the stats file was
+ * loaded, the number of attached processes, and the partial resets made
+ * since shared memory was made, which a restore must not undo
+ * (stmt_reset.c records them under <name>_dealloc held exclusively,
+ * stmt_restore.c reads them in the restore bracket, holding it shared).
  */
 typedef struct PgssNgStmtControl
 {
@@ -93,25 +80,14 @@ typedef struct PgssNgStmtControl
 	int64		dropped;		/* plans/executions not recorded */
 	PgssNgHistStats hist;		/* the histograms' chunks (atomics) */
 	TimestampTz stats_reset;	/* last full reset */
-	bool		loaded;			/* the writer has read the stats file */
+	bool		loaded;			/* the writer has read the stats file (the
+								 * writer's alone: no lock) */
 	pg_atomic_uint32 nattached; /* see pgss_ng_stmt_attach */
 	int			npartial;		/* partial resets made, up to
 								 * PGSS_NG_PARTIAL_RESETS_KEPT + 1 (more
 								 * than kept) */
 	PgssNgResetFilter partial[PGSS_NG_PARTIAL_RESETS_KEPT];
 } PgssNgStmtControl;
-
-/*
- * stmt_reset_match
- *		Does a reset with filter f remove the entry of key?
- */
-static inline bool
-stmt_reset_match(const PgssNgResetFilter *f, const PgssNgStmtKey *key)
-{
-	return (f->userid == InvalidOid || key->userid == f->userid) &&
-		(f->dbid == InvalidOid || key->dbid == f->dbid) &&
-		(f->queryid == UINT64CONST(0) || key->queryid == f->queryid);
-}
 
 extern PgssNgStmtControl *pgss_ng_stmt_ctl;
 
@@ -122,7 +98,7 @@ extern PgssNgStmtControl *pgss_ng_stmt_ctl;
 static inline int64
 total_calls(const PgssNgCounters *c)
 {
-	return c->calls[PGSS_NG_PLAN] + c->calls[PGSS_NG_EXEC];
+	return c->calls[PGSS_NG_PHASE_PLAN] + c->calls[PGSS_NG_PHASE_EXEC];
 }
 
 /*
@@ -146,7 +122,15 @@ stmt_stamp_changed(PgssNgStmtShared *sh)
 }
 
 /* stmt_kind.c */
+extern bool stmt_may_alloc_hist(void);
 extern void pgss_ng_stmt_count_dropped(int64 n);
+extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
+							   const PgssNgCounters *src,
+							   const bool *src_minmax);
+extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
+									const PgssNgHistAdd *add);
+
+/* stmt_entry.c */
 extern PgssNgPending *pgss_ng_stmt_pending(const PgssNgStmtKey *key,
 										   const char *query, int location,
 										   int len);
@@ -157,34 +141,12 @@ extern PgssNgLockKey pgss_ng_stmt_lock(const PgssNgStmtKey *key,
 									   int len, PgssNgEntryRef *ref);
 extern void pgss_ng_stmt_count_locked(PgssNgEntryRef *ref, PgssNgPhase phase,
 									  double ms);
+extern void pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase,
+									double ms);
 extern PgssNgPending *pgss_ng_stmt_keep_pending(PgssNgEntryRef *ref,
 												const char *query,
 												int location, int len);
 extern void pgss_ng_stmt_create(const PgssNgStmtKey *key, const char *text,
 								int len);
-extern void pgss_ng_stmt_merge(PgssNgStmtShared *dst_sh,
-							   const PgssNgCounters *src,
-							   const bool *src_minmax);
-extern void pgss_ng_stmt_merge_hist(PgssNgStmtShared *sh,
-									const PgssNgHistAdd *add);
-extern void pgss_ng_stmt_count_hist(PgssNgEntryRef *ref, PgssNgPhase phase,
-									double ms);
-
-/* stmt_evicted.c: the evicted remainder and the eviction log */
-extern void pgss_ng_evicted_init(void);
-extern void pgss_ng_evicted_shmem_request(void);
-extern Size pgss_ng_evicted_shmem_size(void);
-extern void pgss_ng_evicted_shmem_startup(void);
-extern void pgss_ng_evicted_fold(const PgssNgStmtKey *key,
-								 const PgssNgCounters *c,
-								 const uint32 *wait_samples, int64 entries,
-								 const PgssNgEvictionLogEntry *log);
-extern bool pgss_ng_eviction_log_on(void);
-extern void pgss_ng_evicted_clear(Oid userid, Oid dbid);
-extern void pgss_ng_eviction_log_remove(const PgssNgResetFilter *f);
-extern void pgss_ng_evicted_restore(const PgssNgEvictedRow *saved);
-
-/* stmt_backend.c */
-extern void pgss_ng_stmt_merge_errors(void);
 
 #endif							/* PGSS_NG_STMT_KIND_INT_H */

@@ -1,65 +1,28 @@
 /*-------------------------------------------------------------------------
  *
  * stmt_saved.h
- *	  The stats file's format, in one place: its header, the info block
- *	  (PgssNgSavedInfo), the entry record (PgssNgStmtRecord) and the
- *	  format version, and the statement kind's functions that turn entries
- *	  into records and back (stmt_saved.c) for the writer (writer.c).
- *
- * File format (all integers in the machine's byte order):
- *	  uint32 magic (PGSS_NG_FILE_MAGIC), uint32 format version
- *	  (PGSS_NG_FILE_VERSION), uint32 PostgreSQL major version, uint32 size
- *	  of the info block, uint32 size of an entry record (its fixed part),
- *	  the info block (PgssNgSavedInfo), uint32 number of records, then per
- *	  record uint32 length + the record (PgssNgStmtRecord, then the counts
- *	  of its histograms' windows, then qlen bytes of query text, then
- *	  nwait_events rows of wait events, PgssNgWaitRow each, then its plan
- *	  rows: PgssNgPlansSaved and per row a PgssNgPlanRecord and textlen
- *	  bytes of plan text), then the evicted remainder: uint32 size of a row
- *	  (PgssNgEvictedRow, stmt_kind.h), uint32 number of rows and the rows,
- *	  and last the CRC-32C of all the bytes before it.
- *	  A file is only read back by the same format version, PostgreSQL
- *	  major version and record sizes: anything else is refused as a whole,
- *	  with one WARNING (writer.c).
- *
- * Changing the format
- *	  Any change to the header, PgssNgSavedInfo, PgssNgStmtRecord,
- *	  PgssNgEvictedRow or what they contain (PgssNgStmtKey, PgssNgCounters,
- *	  PgssNgWaitRow) or follows a record (its histograms' counts) bumps
- *	  PGSS_NG_FILE_VERSION, and records the new layout below it: on 64-bit
- *	  builds stmt_saved.c compares the sizes and a fingerprint of the
- *	  members' names and offsets with these constants at compile time, so
- *	  a changed record does not build until both are done.  "make
- *	  saved-layout" prints this build's values.
- *
- * Locking: see stmt_saved.c; nothing declared here requires a lock held
- * by the caller.
+ *	  The stats file's format in one place: header, info block
+ *	  (PgssNgSavedInfo), entry record (PgssNgStmtRecord), format version, and
+ *	  the writer's entry points (stmt_saved.c, stmt_restore.c).  Any change to
+ *	  what is saved bumps PGSS_NG_FILE_VERSION and records the new layout
+ *	  below it ("make saved-layout"): the build fails until then.
+ *	  docs/design.md, "Persistence".
  *
  *-------------------------------------------------------------------------
  */
 #ifndef PGSS_NG_STMT_SAVED_H
 #define PGSS_NG_STMT_SAVED_H
 
+#include "hist.h"
+#include "plans.h"
+#include "stmt_evicted.h"
 #include "stmt_kind.h"
 
 #define PGSS_NG_FILE_MAGIC		0x50474E47	/* "PGNG" */
 
 /*
- * Format version: raise it whenever the file's layout changes.  1: the
- * counters of pg_stat_statements 1.10; 2: plus failed executions and
- * last_executed; 3: the counters of 1.12 (shared/local block times,
- * wal_buffers_full, jit_deform_*, parallel_workers_*); 4: plus the time
- * histograms and CPU times; 5: the header holds the sizes of the info
- * block and of an entry record; 6: dealloc counts eviction runs, and
- * entries_evicted (added to the info block) the entries; 7: time
- * histograms of 322 buckets from 8 ns, both kept whole (PgssNgHistPair of
- * 2584 bytes); 8: plus eviction_ns (pgss_ng_info.eviction_time) in the
- * info block; 9: the evicted remainder after the records, and
- * last_eviction in the info block; 10: a record holds its histograms'
- * windows only (their bounds in the record, their counts after it), and
- * whether each histogram was lost; wait samples per type in the records
- * and the remainder's rows, a record's rows of wait events after its text,
- * then its plan rows.
+ * Format version: raise it whenever the file's layout changes (the
+ * versions: docs/design.md, "Persistence").
  */
 #define PGSS_NG_FILE_VERSION	10
 
@@ -222,9 +185,11 @@ extern void pgss_ng_stmt_restore_info(PgssNgRestore *rs,
 									  const char *evicted, uint32 nevicted);
 extern void pgss_ng_stmt_restore_record(PgssNgRestore *rs, const char *data,
 										Size len);
-extern void pgss_ng_stmt_evict_record(PgssNgRestore *rs, const char *data,
+extern void pgss_ng_stmt_fold_record(PgssNgRestore *rs, const char *data,
 									  Size len);
 extern PgssNgEvictedRow *pgss_ng_stmt_save_evicted(int *n);
+extern int	pgss_ng_stmt_restore_max(void);
+extern bool pgss_ng_stmt_restore_backing_off(void);
 extern bool pgss_ng_stmt_loaded(void);
 extern void pgss_ng_stmt_set_loaded(void);
 

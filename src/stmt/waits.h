@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * waits.h
- *	  Wait-event samples of the statement kind (waits.c): the key each
- *	  backend publishes while it runs a tracked statement, the samples of
- *	  each wait event type kept in every shared entry, and the bounded
- *	  table of samples per (entry, wait event).  The sampler that adds them
- *	  runs in the writer (writer/sampler.c).
- *
- * Locking: a backend writes its own key slot only, with no lock; readers
- * use its change counter (pgss_ng_waits_collect).  An entry's chunk of
- * samples is made, published and written by the sampler alone (the writer
- * process), under the entry's partition lock held shared, and read with
- * pgss_ng_waits_load; the per-event table and each entry's list of rows
- * in it by the named LWLock pgss_ng_waits, taken innermost.
- * docs/design.md ("Wait events") has the whole.
+ *	  Wait-event samples of the statement kind (waits.c, waits_entry.c): the
+ *	  key each backend publishes while it runs a tracked statement, each
+ *	  entry's samples per wait event type, and the bounded table of samples
+ *	  per (entry, wait event); the sampler (writer/sampler.c) adds them.
+ *	  Locking: own key slot, no lock; an entry's chunk by the sampler alone;
+ *	  the table under pgss_ng_waits, innermost.  docs/design.md.
  *
  *-------------------------------------------------------------------------
  */
@@ -105,7 +98,7 @@ extern int	pgss_ng_waits_push(uint64 queryid, Oid userid, int level);
 /*
  * pgss_ng_waits_pop
  *		Restore the key published before pgss_ng_waits_push() returned
- *		token.  One store; nothing for -1.
+ *		token.  One write; nothing for -1.
  */
 static inline void
 pgss_ng_waits_pop(int token)
@@ -184,5 +177,15 @@ extern void pgss_ng_waits_counters(int64 *events_dropped,
 								   TimestampTz *added_at);
 extern int64 pgss_ng_waits_chunk_bytes(void);
 extern void pgss_ng_waits_reset_info(void);
+
+/*
+ * pgss_ng_waits' rows of one entry (waits.c): the CPU row (event 0) first
+ * if it has CPU samples, then one per wait event kept.
+ */
+typedef void (*PgssNgWaitsEmitFn) (const struct PgssNgStmtKey *key,
+								   const PgssNgWaitRow *rows, int n,
+								   void *arg);
+extern void pgss_ng_waits_read(Oid only_userid, PgssNgWaitsEmitFn emit,
+							   void *arg);
 
 #endif							/* PGSS_NG_WAITS_H */

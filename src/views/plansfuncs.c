@@ -31,6 +31,7 @@
 
 #include "convert.h"
 #include "resultcols.h"
+#include "stmt/plans.h"
 #include "stmt/stmt_kind.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng_plans);

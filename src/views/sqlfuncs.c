@@ -59,7 +59,9 @@
 #include "resultcols.h"
 #include "rowform.h"
 #include "sqlfuncs.h"
-#include "stmt/stmt_kind.h"
+#include "stmt/stmt_evicted.h"
+#include "stmt/stmt_read.h"
+#include "stmt/stmt_reset.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_detail);
@@ -363,16 +365,16 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 	int			i = 0;
 
 	/* pg_stat_statements' rows: an entry that only failed is not one */
-	if (rr->executed_only && es->times[PGSS_NG_PLAN].calls == 0 &&
-		es->times[PGSS_NG_EXEC].calls == 0)
+	if (rr->executed_only && es->times[PGSS_NG_PHASE_PLAN].calls == 0 &&
+		es->times[PGSS_NG_PHASE_EXEC].calls == 0)
 		return;
 
 	memset(nulls_made, 0, sizeof(nulls_made));
 
 	i = put_identity_columns(values, nulls, i, es, rr);
 	/* plans, then calls (exec) */
-	i = put_time_columns(values, i, &es->times[PGSS_NG_PLAN]);
-	i = put_time_columns(values, i, &es->times[PGSS_NG_EXEC]);
+	i = put_time_columns(values, i, &es->times[PGSS_NG_PHASE_PLAN]);
+	i = put_time_columns(values, i, &es->times[PGSS_NG_PHASE_EXEC]);
 
 	/* the counters that add up, NULL where this build cannot measure */
 	PGSS_NG_SUM_COUNTERS(PUT_COUNTER)
@@ -392,11 +394,11 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 		else
 			nulls[i++] = true;
 		i = put_quantile_columns(values, nulls, i,
-								 es->quantiles[PGSS_NG_EXEC]);
+								 es->quantiles[PGSS_NG_PHASE_EXEC]);
 		i = put_quantile_columns(values, nulls, i,
-								 es->quantiles[PGSS_NG_PLAN]);
-		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
-		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+								 es->quantiles[PGSS_NG_PHASE_PLAN]);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PHASE_EXEC);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PHASE_PLAN);
 		i = put_wait_columns(values, nulls, i, es->wait_samples);
 		/* NULL for a statement no plan was identified of (utility) */
 		if (es->plans_seen > 0)
@@ -589,15 +591,15 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 		}
 		values[i++] = BoolGetDatum(rows[r].key.toplevel);
 		/* plans, then calls (exec), each with its total time */
-		for (k = PGSS_NG_PLAN; k <= PGSS_NG_EXEC; k++)
+		for (k = PGSS_NG_PHASE_PLAN; k <= PGSS_NG_PHASE_EXEC; k++)
 		{
 			values[i++] = Int64GetDatum(c->calls[k]);
 			values[i++] = Float8GetDatum(c->total_time[k]);
 		}
 		PGSS_NG_SUM_COUNTERS(PUT_COUNTER)
 		PGSS_NG_OWN_COUNTERS(PUT_COUNTER)
-		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_EXEC);
-		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PLAN);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PHASE_EXEC);
+		i = put_cpu_columns(values, nulls, i, c, PGSS_NG_PHASE_PLAN);
 		values[i++] = Int64GetDatum(rows[r].entries);
 		values[i++] = TimestampTzGetDatum(rows[r].evicted_since);
 		i = put_wait_columns(values, nulls, i, rows[r].wait_samples);
@@ -913,11 +915,11 @@ histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)
 Datum
 pgss_ng_exec_time_histogram(PG_FUNCTION_ARGS)
 {
-	return histogram_srf(fcinfo, PGSS_NG_EXEC);
+	return histogram_srf(fcinfo, PGSS_NG_PHASE_EXEC);
 }
 
 Datum
 pgss_ng_plan_time_histogram(PG_FUNCTION_ARGS)
 {
-	return histogram_srf(fcinfo, PGSS_NG_PLAN);
+	return histogram_srf(fcinfo, PGSS_NG_PHASE_PLAN);
 }

@@ -29,7 +29,7 @@
 #include "utils/wait_event.h"
 
 #include "resultcols.h"
-#include "stmt/stmt_kind.h"
+#include "stmt/stmt_read.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng_waits);
 PG_FUNCTION_INFO_V1(pgss_ng_waits_info);

@@ -478,30 +478,19 @@ check_stats_file(const char *data, Size *len, Size *pos,
 }
 
 /*
- * load_stats_file
- *		Read PGSS_NG_STAT_FILE (if any), remove it, and re-create what it
- *		holds: the info counters and the evicted remainder's rows first,
- *		then the entries.  A file that fails
- *		any check is reported (bad_file) and ignored as a whole: nothing of
- *		it is loaded.  Records beyond pgss_ng.max (the file is sorted by
- *		value) are not made into entries: their counts go to the evicted
- *		remainder (pgss_ng_stmt_evict_record).  A reload between two
- *		records is handled at
- *		once (writer_reload).  The first time shared memory runs out (the
- *		kind layer's allocation back-off starts:
- *		pgss_ng_kind_alloc_backing_off), the restore stops: the rest are
- *		skipped.  A full reset during the restore stops it too, and the
- *		entries restored before it are gone with it; what a partial one
- *		removed is not restored after it (stmt_saved.c).  One
- *		line at the end says what is there: entries restored, of which
- *		without their text, and what was not restored and why.
- *		Memory: CurrentMemoryContext.  Errors: none of its own; unreadable
- *		files are reported as WARNING.
+ * pgss_ng_statsfile_load
+ *		Read PGSS_NG_STAT_FILE, remove it and re-create what it holds: the
+ *		info counters and remainder rows, then the entries, most valuable
+ *		first; a bad file is reported (bad_file) and ignored whole; records
+ *		past pgss_ng.max go to the evicted remainder; the restore stops
+ *		when shared memory runs out or at a full reset; one line says what
+ *		was restored; between_records runs between two (a reload).
+ *		docs/design.md, "Persistence".  Memory: CurrentMemoryContext.
+ *		Errors: none of its own (a bad file is a WARNING).
  */
 void
 pgss_ng_statsfile_load(void (*between_records) (void))
 {
-	PgssNgKind *kind = pgss_ng_stmt_kind;
 	char	   *data;
 	Size		len = 0;
 	Size		pos = 0;
@@ -525,7 +514,7 @@ pgss_ng_statsfile_load(void (*between_records) (void))
 							  data + evicted_pos,
 							  nevicted);
 	for (i = 0; i < nrec && !rs.reset &&
-		 rs.restored + rs.skipped < (Size) pgss_ng_kind_max_entries(kind);
+		 rs.restored + rs.skipped < (Size) pgss_ng_stmt_restore_max();
 		 i++)
 	{
 		uint32		reclen = 0;
@@ -535,7 +524,7 @@ pgss_ng_statsfile_load(void (*between_records) (void))
 		(void) read_uint32(data, len, &pos, &reclen);	/* checked */
 		pgss_ng_stmt_restore_record(&rs, data + pos, reclen);
 		pos += reclen;
-		if (rs.skipped > skipped && pgss_ng_kind_alloc_backing_off(kind))
+		if (rs.skipped > skipped && pgss_ng_stmt_restore_backing_off())
 		{
 			/* shared memory ran out: stop at the first time (one line) */
 			oom = true;
@@ -549,7 +538,7 @@ pgss_ng_statsfile_load(void (*between_records) (void))
 		uint32		reclen = 0;
 
 		(void) read_uint32(data, len, &pos, &reclen);	/* checked */
-		pgss_ng_stmt_evict_record(&rs, data + pos, reclen);
+		pgss_ng_stmt_fold_record(&rs, data + pos, reclen);
 		pos += reclen;
 	}
 
@@ -564,7 +553,7 @@ pgss_ng_statsfile_load(void (*between_records) (void))
 				(errmsg("pgss_ng restored %zu statement entries from \"%s\" (%zu of them without their query text); %zu more could not be restored",
 						rs.restored, PGSS_NG_STAT_FILE, rs.texts_dropped,
 						oom ? Min((Size) nrec,
-								  (Size) pgss_ng_kind_max_entries(kind)) -
+								  (Size) pgss_ng_stmt_restore_max()) -
 						rs.restored : rs.skipped),
 				 oom ?
 				 errdetail("Shared memory ran out; the restore stopped there.") :

@@ -182,7 +182,7 @@ writer_reload(void)
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
 	pgss_ng_stmt_publish_max();
-	pgss_ng_stmt_evict();
+	pgss_ng_stmt_enforce_max();
 }
 
 /*
@@ -292,17 +292,17 @@ pgss_ng_writer_main(Datum main_arg)
 		proc_exit(1);
 
 	/* let every backend flush its pending counts and detach */
-	while (pgss_ng_stmt_attached() > 1 && waited < PGSS_NG_WRITER_WAIT_MS)
+	while (pgss_ng_stmt_nattached() > 1 && waited < PGSS_NG_WRITER_WAIT_MS)
 	{
 		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10L,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		waited += 10;
 	}
-	if (pgss_ng_stmt_attached() > 1)
+	if (pgss_ng_stmt_nattached() > 1)
 		ereport(LOG,
 				(errmsg("pgss_ng writer saves statistics while %u processes are still attached",
-						pgss_ng_stmt_attached() - 1)));
+						pgss_ng_stmt_nattached() - 1)));
 
 	pgss_ng_sampler_finish();
 	if (persist_save)
