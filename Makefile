@@ -42,6 +42,7 @@ OBJS = \
 	src/stmt/hist_store.o \
 	src/stmt/normalize.o \
 	src/kind/kind_shmem.o \
+	src/kind/kind_create.o \
 	src/kind/kind_entry.o \
 	src/kind/kind_evict.o \
 	src/kind/kind_guard.o \

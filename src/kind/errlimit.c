@@ -22,7 +22,7 @@
  *		megabytes, so this is what keeps a full machine from working hard
  *		for nothing.
  *
- * This module is generic: its user (kind_guard.c and kind_entry.c, one state
+ * This module is generic: its user (kind_guard.c and kind_create.c, one state
  * per kind in PgssNgKindControl) places the state and chooses the
  * message kinds; it has no shared memory, names or messages of its own.
  *

@@ -35,7 +35,7 @@
  * the gap between the marks, not one per new entry).  Entries some
  * backend holds a reference to are not candidates.  The backstop
  * (kind_backstop) caps live + removed bodies not yet freed; creation
- * (kind_entry.c) refuses bodies beyond it.
+ * (kind_create.c) refuses bodies beyond it.
  *
  * Each victim's key hash and value are remembered (its ghost, in sets of
  * PGSS_NG_GHOST_WAYS in main shared memory): a new entry of that key

@@ -13,7 +13,7 @@
  * (errlimit.c, in PgssNgKindControl): at most one log line per "what" per
  * PGSS_NG_ERRLIMIT_INTERVAL_MS, the count of those suppressed reported
  * with the next one; an out-of-memory ERROR starts the allocation back-off
- * that kind_entry.c's creation path obeys.
+ * that kind_create.c's creation path obeys.
  *
  * Locking: after an ERROR, LWLockReleaseAll() releases every LWLock when
  * the caller of the outermost guarded call held none (so every one held
@@ -65,7 +65,7 @@ kind_release_locks_or_rethrow(void)
  *		rate-limited per "what" (errlimit.c: at most one per
  *		PGSS_NG_ERRLIMIT_INTERVAL_MS per kind, with the count of those
  *		suppressed); an out-of-memory ERROR starts the kind's allocation
- *		back-off (alloc_body in kind_entry.c then does not even try).  Memory:
+ *		back-off (alloc_body in kind_create.c then does not even try).  Memory:
  *		switches back to oldcxt; the error data is freed.
  */
 static void

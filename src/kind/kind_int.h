@@ -6,7 +6,9 @@
  *	  the functions one file of the layer calls in another.
  *
  *	  kind_shmem.c   set-up in the postmaster, attach and detach
- *	  kind_entry.c   entries, references, pending data, flush
+ *	  kind_create.c  creation of shared entries (admission, allocation,
+ *	                 publication), restore
+ *	  kind_entry.c   references, pending data, flush
  *	  kind_maint.c   readers and maintenance: foreach, removal and update of
  *	                 matching entries, kind-wide counters
  *	  kind_evict.c   removal and refcounted free, usage, the eviction
@@ -170,7 +172,7 @@ typedef struct PgssNgKindControl
 	dsa_pointer evict_front;	/* the eviction queue: both ends, and its */
 	dsa_pointer evict_back;		/* nodes, under <name>_dealloc */
 	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
-								 * (kind_guard.c, lookup_or_create) */
+								 * (kind_guard.c, kind_create.c) */
 	uint32		ghost_sets;		/* sets of ghosts (a power of two) */
 	/* the in-place DSA area follows, MAXALIGN'd, then the ghosts */
 } PgssNgKindControl;
@@ -212,6 +214,15 @@ struct PgssNgKind
 #define KIND_CHUNK_SIZE(kind) \
 	(KIND_NODE_OFFSET(kind) + PGSS_NG_NODE_KEY_OFFSET + (kind)->desc->key_size)
 #define KIND_NODE_BODY(kind, np)	((np) - KIND_NODE_OFFSET(kind))
+
+/* kind_create.c */
+extern PgssNgCreateResult kind_lookup_or_create(PgssNgKind *kind,
+												const void *key,
+												PgssNgInitSharedFn init,
+												void *arg, bool want_ref,
+												double usage,
+												dsa_pointer *body_out,
+												PgssNgBodyHeader **hdr_out);
 
 /* kind_evict.c: removal, references, usage, the queue and the backstop */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,

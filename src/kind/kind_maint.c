@@ -7,7 +7,7 @@
  *	  touching one entry, and the kind-wide counters and limit (max,
  *	  published in the control block).
  *
- * Owns: nothing of its own; it reads and removes what kind_entry.c creates,
+ * Owns: nothing of its own; it reads and removes what kind_create.c creates,
  * and reads and resets the event counters of PgssNgKindControl.
  *
  * Locking: visits and updates take each partition lock shared (one at a
