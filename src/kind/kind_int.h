@@ -14,6 +14,7 @@
  *	  kind_evict.c   removal and refcounted free, usage, the eviction
  *	                 queue, eviction (for max, and for room in the kind's
  *	                 own memory: needs_room_cb) and the backstop
+ *	  kind_ghost.c   the ghosts: what eviction remembers of its victims
  *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
  *	                 limit and the allocation back-off it starts (on
  *	                 errlimit.c, with one state per kind)
@@ -72,7 +73,7 @@
 #define PGSS_NG_BACKSTOP_MAX_EXTRA	20000
 
 /*
- * The ghosts (kind_evict.c): what eviction remembers of each victim, the
+ * The ghosts (kind_ghost.c): what eviction remembers of each victim, the
  * 64-bit hash of its key and its value, so that the key's next entry
  * starts from that value.  A set of PGSS_NG_GHOST_WAYS ghosts (one cache
  * line) per group of key hashes; at least 2 x max ghosts at start
@@ -241,7 +242,12 @@ extern void kind_push_new(PgssNgKind *kind, dsa_pointer np,
 extern void kind_take_new(PgssNgKind *kind);
 extern bool kind_remove_node(PgssNgKind *kind, dsa_pointer np,
 							 PgssNgRemoval reason);
+
+/* kind_ghost.c: the ghosts */
 extern uint32 kind_ghost_sets_for(int max_entries);
+extern uint64 kind_ghost_hash(PgssNgKind *kind, const void *key);
+extern void kind_ghost_remember(PgssNgKind *kind, uint64 h, double value,
+								TimestampTz now);
 extern double kind_ghost_usage(PgssNgKind *kind, const void *key,
 							   TimestampTz now);
 extern void kind_ghosts_forget(PgssNgKind *kind);
