@@ -45,6 +45,7 @@ OBJS = \
 	src/kind/kind_create.o \
 	src/kind/kind_entry.o \
 	src/kind/kind_evict.o \
+	src/kind/kind_free.o \
 	src/kind/kind_ghost.o \
 	src/kind/kind_guard.o \
 	src/kind/kind_maint.o \

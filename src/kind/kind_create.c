@@ -8,7 +8,7 @@
  *	  says how an entry is made; locking rules: kind.h.
  *
  * Owns entries_live and entries_allocated (raised here, lowered by
- * kind_evict.c), next_generation and backstop_skips; creation obeys the
+ * kind_evict.c and kind_free.c), next_generation and backstop_skips; creation obeys the
  * allocation back-off (errlimit.c), which alloc_body starts and ends.
  *
  *-------------------------------------------------------------------------

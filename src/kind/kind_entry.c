@@ -3,9 +3,9 @@
  * kind_entry.c
  *	  The kind layer's references and pending data: a backend's pending
  *	  entries, their flush with conditional locks, and references released
- *	  right after their flush.  Creation is in kind_create.c, removal and
- *	  free in kind_evict.c, readers and maintenance in kind_maint.c;
- *	  docs/design.md, "Life of an entry" and "Flush policy", says how.
+ *	  right after their flush.  Creation is in kind_create.c, removal in
+ *	  kind_evict.c, the free in kind_free.c, readers and maintenance in
+ *	  kind_maint.c; docs/design.md, "Life of an entry" and "Flush policy".
  *
  * Owns the backend's pending hash.  Locking rules: see kind.h; functions
  * here are called with no other LWLock held by the caller (creation

@@ -2,12 +2,12 @@
  *
  * kind_evict.c
  *	  How a kind's shared entries go: the removal of an entry (out of the
- *	  hash, marked, its eviction node unlinked, its hash reference released),
- *	  the refcounted free of its body, and what bounds the entries: the
- *	  usage of an entry (its eviction value), the eviction queue, eviction
- *	  of the least valuable entries it shows when live entries exceed max
- *	  or the kind's own memory is short, and the backstop on allocated
- *	  bodies.  The lowest file of the layer: it calls no other file of it.
+ *	  hash, marked, its eviction node unlinked, its hash reference released;
+ *	  the refcounted free is kind_free.c's), and what bounds the entries:
+ *	  the usage of an entry (its eviction value), the eviction queue,
+ *	  eviction of the least valuable entries it shows when live entries
+ *	  exceed max or the kind's own memory is short, and the backstop on
+ *	  allocated bodies.
  *
  * Usage is 1 at creation plus the uses its flushes reported, halving every
  * PGSS_NG_USAGE_HALF_LIFE_MS.
@@ -46,8 +46,6 @@
  * entries_evicted (entries they evicted), eviction_ns (their time) and
  * last_eviction (the end of the last of them); the usage and usage_time
  * of bodies are written by flushes (kind_entry.c) and read here.
- * Whoever releases the last reference to a body frees it here
- * (kind_release_ref), counting it out of entries_allocated.
  *
  * Locking: <name>_dealloc serializes removals (eviction, reset) and owns
  * the queue; eviction takes it conditionally: a backend that finds another
@@ -70,60 +68,6 @@
 #include "utils/timestamp.h"
 
 #include "kind_int.h"
-
-/*
- * kind_free_body
- *		Free a removed body nobody refers to any more.  No lock needed.
- */
-void
-kind_free_body(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
-{
-	Assert(pg_atomic_read_u32(&hdr->refcount) == 0);
-
-	if (kind->desc->free_cb)
-		kind->desc->free_cb(kind, PgssNgSharedData(hdr));
-	dsa_free(kind->area, body);
-	pg_atomic_fetch_sub_u32(&kind->ctl->entries_allocated, 1);
-}
-
-/*
- * kind_release_ref
- *		Release one reference to a body; the last one frees it.  The hash holds
- *		a reference of its own, so the last release is always of a body that
- *		was already removed.
- */
-void
-kind_release_ref(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
-{
-	if (pg_atomic_sub_fetch_u32(&hdr->refcount, 1) == 0)
-		kind_free_body(kind, body, hdr);
-}
-
-/*
- * kind_mark_removed
- *		Flag a body as removed for reason, under its lock, so that flushes
- *		see it.  The caller removes it from the hash and then calls
- *		kind_forget_body().
- */
-void
-kind_mark_removed(PgssNgBodyHeader *hdr, PgssNgRemoval reason)
-{
-	LWLockAcquire(&hdr->lock, LW_EXCLUSIVE);
-	hdr->removed = reason;
-	LWLockRelease(&hdr->lock);
-}
-
-/*
- * kind_forget_body
- *		After removal from the hash: one live entry less, and the hash's
- *		reference released (freeing the body if nobody else holds one).
- */
-void
-kind_forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
-{
-	pg_atomic_fetch_sub_u32(&kind->ctl->entries_live, 1);
-	kind_release_ref(kind, body, hdr);
-}
 
 /* One eviction candidate: an examined entry nobody held a reference to. */
 typedef struct EvictCandidate

@@ -11,9 +11,10 @@
  *	  kind_entry.c   references, pending data, flush
  *	  kind_maint.c   readers and maintenance: foreach, removal and update of
  *	                 matching entries, kind-wide counters
- *	  kind_evict.c   removal and refcounted free, usage, the eviction
- *	                 queue, eviction (for max, and for room in the kind's
- *	                 own memory: needs_room_cb) and the backstop
+ *	  kind_evict.c   usage, the eviction queue, eviction (for max, and
+ *	                 for room in the kind's own memory: needs_room_cb)
+ *	                 and the backstop
+ *	  kind_free.c    removal mark, references released, refcounted free
  *	  kind_ghost.c   the ghosts: what eviction remembers of its victims
  *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
  *	                 limit and the allocation back-off it starts (on
@@ -225,7 +226,7 @@ extern PgssNgCreateResult kind_lookup_or_create(PgssNgKind *kind,
 												dsa_pointer *body_out,
 												PgssNgBodyHeader **hdr_out);
 
-/* kind_evict.c: removal, references, usage, the queue and the backstop */
+/* kind_free.c: removal mark, references released, the refcounted free */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,
 						   PgssNgBodyHeader *hdr);
 extern void kind_release_ref(PgssNgKind *kind, dsa_pointer body,
@@ -234,6 +235,8 @@ extern void kind_mark_removed(PgssNgBodyHeader *hdr,
 							  PgssNgRemoval reason);
 extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
 							 PgssNgBodyHeader *hdr);
+
+/* kind_evict.c: usage, the eviction queue, eviction and the backstop */
 extern double kind_decayed_usage(double usage, TimestampTz t,
 								 TimestampTz now);
 extern int	kind_backstop(PgssNgKind *kind);
