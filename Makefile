@@ -17,6 +17,7 @@ OBJS = \
 	src/compat/settings_mirror.o \
 	src/compat/compat_sqlfuncs.o \
 	src/hooks/hooks.o \
+	src/hooks/hooks_exec.o \
 	src/hooks/frames.o \
 	src/hooks/measure.o \
 	src/hooks/planid.o \

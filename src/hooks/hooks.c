@@ -2,7 +2,8 @@
  *
  * hooks.c
  *	  The hooks that feed the statement kind, and their GUCs
- *	  (pgss_ng.track, track_utility, track_planning).
+ *	  (pgss_ng.track, track_utility, track_planning); the executor hooks
+ *	  are in hooks_exec.c.
  *
  * The hooks decide *what* is recorded exactly as the server's own
  * pg_stat_statements does (1.10 on PostgreSQL 15 and 16, 1.11 on 17, 1.12
@@ -46,23 +47,16 @@
 #include "stmt/qtext.h"
 #include "frames.h"
 #include "hooks.h"
+#include "hooks_int.h"
 #include "planid.h"
 #include "stmt/stmt_kind.h"
 #include "stmt/waits.h"
-
-/* Values of pgss_ng.track */
-typedef enum PgssNgTrackLevel
-{
-	PGSS_NG_TRACK_NONE,
-	PGSS_NG_TRACK_TOP,
-	PGSS_NG_TRACK_ALL
-} PgssNgTrackLevel;
 
 /*
  * GUCs read by the hooks: the values in effect of pgss_ng.track, ... and
  * of pg_stat_statements' names for them (settings_mirror.c)
  */
-static int	pgss_ng_track = PGSS_NG_TRACK_TOP;
+int			pgss_ng_track = PGSS_NG_TRACK_TOP;
 static bool pgss_ng_track_utility = true;
 static bool pgss_ng_track_planning = false;
 
@@ -75,23 +69,13 @@ static const struct config_enum_entry track_options[] =
 };
 
 /* Nesting depth of executor / utility calls, and of planner calls. */
-static int	exec_nested_level = 0;
+int			pgss_ng_exec_nested_level = 0;
 static int	plan_nested_level = 0;
 
 /* Saved hook values */
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
-static ExecutorRun_hook_type prev_ExecutorRun = NULL;
-static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
-static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
-/* Is a statement at this nesting level tracked? */
-#define pgss_ng_enabled(level) \
-	(!IsParallelWorker() && \
-	 (pgss_ng_track == PGSS_NG_TRACK_ALL || \
-	  (pgss_ng_track == PGSS_NG_TRACK_TOP && (level) == 0)))
 
 /*
  * Utility statements whose execution is charged elsewhere: EXECUTE to the
@@ -111,19 +95,6 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 #define pgss_ng_bumps_level_untimed(n) \
 	(PGSS_NG_ONE_NESTING_LEVEL && \
 	 !IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt))
-
-/*
- * stmt_start
- *		At the start of a tracked statement's call: the first of the
- *		backend, or the first after failures were noted, goes through
- *		pgss_ng_stmt_begin() (exit sequence, merge of the notes).
- */
-static inline void
-stmt_start(void)
-{
-	if (unlikely(pgss_ng_frames_attention))
-		pgss_ng_stmt_begin();
-}
 
 /*
  * frame_source
@@ -147,10 +118,6 @@ static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 static PlannedStmt *pgss_ng_planner(Query *parse, const char *query_string,
 									int cursorOptions,
 									ParamListInfo boundParams);
-static void pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags);
-static void pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS);
-static void pgss_ng_ExecutorFinish(QueryDesc *queryDesc);
-static void pgss_ng_ExecutorEnd(QueryDesc *queryDesc);
 static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								   bool readOnlyTree,
 								   ProcessUtilityContext context,
@@ -185,14 +152,7 @@ pgss_ng_hooks_init(void)
 	post_parse_analyze_hook = pgss_ng_post_parse_analyze;
 	prev_planner_hook = planner_hook;
 	planner_hook = pgss_ng_planner;
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = pgss_ng_ExecutorStart;
-	prev_ExecutorRun = ExecutorRun_hook;
-	ExecutorRun_hook = pgss_ng_ExecutorRun;
-	prev_ExecutorFinish = ExecutorFinish_hook;
-	ExecutorFinish_hook = pgss_ng_ExecutorFinish;
-	prev_ExecutorEnd = ExecutorEnd_hook;
-	ExecutorEnd_hook = pgss_ng_ExecutorEnd;
+	pgss_ng_exec_hooks_init();
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = pgss_ng_ProcessUtility;
 }
@@ -230,7 +190,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 	/* another statement's work begins: stop the idle CPU runs */
 	pgss_ng_cpu_other_call();
 
-	if (!pgss_ng_stmt_ready() || !pgss_ng_enabled(exec_nested_level))
+	if (!pgss_ng_stmt_ready() || !pgss_ng_enabled(pgss_ng_exec_nested_level))
 		return;
 
 	if (query->utilityStmt && pgss_ng_track_utility &&
@@ -253,7 +213,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 			.query_location = query->stmt_location,
 			.query_len = query->stmt_len,
 			.queryid = query->queryId,
-			.toplevel = exec_nested_level == 0,
+			.toplevel = pgss_ng_exec_nested_level == 0,
 			.jstate = jstate,
 		};
 
@@ -340,20 +300,20 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 	int			frame;
 
 	if (!(pgss_ng_stmt_ready() &&
-		  pgss_ng_enabled(plan_nested_level + exec_nested_level) &&
+		  pgss_ng_enabled(plan_nested_level + pgss_ng_exec_nested_level) &&
 		  query_string && parse->queryId != UINT64CONST(0)))
 	{
 		pgss_ng_cpu_other_call();
 		if (PGSS_NG_ONE_NESTING_LEVEL)
-			return next_planner_nested(&exec_nested_level, parse,
+			return next_planner_nested(&pgss_ng_exec_nested_level, parse,
 									   query_string, cursorOptions,
 									   boundParams);
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 	}
 
-	stmt_start();
+	pgss_ng_hooks_stmt_start();
 	timed = pgss_ng_track_planning;
-	level = PGSS_NG_ONE_NESTING_LEVEL ? &exec_nested_level :
+	level = PGSS_NG_ONE_NESTING_LEVEL ? &pgss_ng_exec_nested_level :
 		timed ? &plan_nested_level : NULL;
 	if (timed)
 		pgss_ng_measure_start(&m);
@@ -361,7 +321,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		pgss_ng_cpu_other_call();
 	frame = pgss_ng_frame_push(&f,
 							   level ? PGSS_NG_FRAME_TIMED : PGSS_NG_FRAME_PLAN,
-							   exec_nested_level == 0);
+							   pgss_ng_exec_nested_level == 0);
 	frame_source(f, parse->queryId, query_string, parse->stmt_location,
 				 parse->stmt_len);
 	if (f != NULL)
@@ -404,7 +364,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 			.query_location = parse->stmt_location,
 			.query_len = parse->stmt_len,
 			.queryid = parse->queryId,
-			.toplevel = exec_nested_level == 0,
+			.toplevel = pgss_ng_exec_nested_level == 0,
 			.phase = PGSS_NG_PLAN,
 		};
 
@@ -413,329 +373,6 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 
 	return result;
-}
-
-/*
- * exec_tracked
- *		Does this executor call run a statement that ExecutorEnd will
- *		record (at the current nesting level)?
- */
-static inline bool
-exec_tracked(QueryDesc *queryDesc)
-{
-	return pgss_ng_stmt_ready() &&
-		queryDesc->plannedstmt->queryId != UINT64CONST(0) &&
-		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level);
-}
-
-/*
- * exec_frame
- *		Push the failure frame of an executor call of a tracked statement
- *		that notes no failure where the ERROR passes (ExecutorStart,
- *		ExecutorEnd), with its subtransaction for the abort (frames.c).
- *		Returns the frame (NULL: past the frames kept).
- */
-static inline PgssNgFrame *
-exec_frame(int *frame, PgssNgFrameKind kind, QueryDesc *queryDesc)
-{
-	PgssNgFrame *f;
-
-	*frame = pgss_ng_frame_push(&f, kind, exec_nested_level == 0);
-	if (f != NULL)
-	{
-		f->queryDesc = queryDesc;
-		f->subid = GetCurrentSubTransactionId();
-	}
-	return f;
-}
-
-/*
- * next_ExecutorStart
- *		Call the next ExecutorStart hook, or the standard function.
- */
-static void
-next_ExecutorStart(QueryDesc *queryDesc, int eflags)
-{
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
-}
-
-/*
- * pgss_ng_ExecutorStart
- *		Ask the executor for instrumentation of tracked statements; the
- *		Instrumentation lives in the query's memory context.  An ERROR in
- *		the executor's start-up counts as a failed execution (its frame
- *		noted by the abort, frames.c).  With pgss_ng.track_cpu, the
- *		execution's CPU time is counted from before its start-up
- *		(pg_stat_kcache counts ExecutorStart to ExecutorEnd), only while
- *		the executor runs it (measure.c).  In a parallel worker: its CPU
- *		time, for its leader (pgss_ng_cpu_worker_start).
- */
-static void
-pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
-{
-	bool		cpu;
-	PgssNgCpuTime start;
-	PgssNgFrame *f;
-	int			frame;
-
-	if (IsParallelWorker())
-	{
-		pgss_ng_cpu_worker_start(queryDesc);
-		next_ExecutorStart(queryDesc, eflags);
-		return;
-	}
-
-	if (!(pgss_ng_stmt_ready() && pgss_ng_enabled(exec_nested_level) &&
-		  queryDesc->plannedstmt->queryId != UINT64CONST(0)))
-	{
-		pgss_ng_cpu_other_call();
-		next_ExecutorStart(queryDesc, eflags);
-		return;
-	}
-
-	stmt_start();
-	cpu = pgss_ng_cpu_enabled();
-	if (cpu)
-		pgss_ng_cpu_exec_starting(&start);
-	else
-		pgss_ng_cpu_other_call();
-	f = exec_frame(&frame, PGSS_NG_FRAME_START, queryDesc);
-	if (f != NULL)
-		INSTR_TIME_SET_CURRENT(f->start);
-	next_ExecutorStart(queryDesc, eflags);
-	pgss_ng_frame_pop(frame);
-
-	if (queryDesc->totaltime == NULL)
-	{
-		MemoryContext oldcxt;
-
-		oldcxt = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
-		queryDesc->totaltime = InstrAlloc(1, INSTRUMENT_ALL, false);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	if (cpu)
-		pgss_ng_cpu_exec_started(queryDesc, &start);
-}
-
-/*
- * run_frame
- *		Push the failure frame of an ExecutorRun or ExecutorFinish of a
- *		tracked statement, whose time the execution's totaltime gives;
- *		-1 for another statement's.
- */
-static inline int
-run_frame(QueryDesc *queryDesc)
-{
-	PgssNgFrame *f;
-	int			frame;
-
-	if (!exec_tracked(queryDesc))
-		return -1;
-	frame = pgss_ng_frame_push(&f, PGSS_NG_FRAME_EXEC,
-							   exec_nested_level == 0);
-	if (f != NULL)
-		f->queryDesc = queryDesc;
-	return frame;
-}
-
-/*
- * pgss_ng_ExecutorRun / pgss_ng_ExecutorFinish
- *		Run the next hook one nesting level deeper, the execution's CPU time
- *		counting meanwhile when it is timed (measure.c).  For a tracked
- *		statement, a run that ends in an ERROR (e.g. from an AFTER trigger
- *		in ExecutorFinish) counts as a failed execution, its earlier runs'
- *		time included, before the ERROR is re-thrown.  Its key is published
- *		for the wait sampler meanwhile (the span total_exec_time measures),
- *		but not during the ExecutorFinish of a SELECT, which runs no
- *		trigger.
- */
-static void
-pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
-{
-	int			frame = run_frame(queryDesc);
-	int			waitkey = frame >= 0 ?
-		pgss_ng_waits_push(queryDesc->plannedstmt->queryId, GetUserId(),
-						   exec_nested_level) : -1;
-
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_enter(queryDesc);
-	exec_nested_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorRun)
-			prev_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
-		else
-			standard_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
-	}
-	PG_CATCH();
-	{
-		exec_nested_level--;
-		pgss_ng_waits_pop(waitkey);
-		if (frame >= 0)
-			pgss_ng_stmt_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	exec_nested_level--;
-	pgss_ng_waits_pop(waitkey);
-	if (frame >= 0)
-		pgss_ng_frame_pop(frame);
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_leave(queryDesc);
-}
-
-static void
-pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
-{
-	int			frame = run_frame(queryDesc);
-	int			waitkey = frame >= 0 &&
-		(queryDesc->operation != CMD_SELECT ||
-		 queryDesc->plannedstmt->hasModifyingCTE) ?
-		pgss_ng_waits_push(queryDesc->plannedstmt->queryId, GetUserId(),
-						   exec_nested_level) : -1;
-
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_enter(queryDesc);
-	exec_nested_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorFinish)
-			prev_ExecutorFinish(queryDesc);
-		else
-			standard_ExecutorFinish(queryDesc);
-	}
-	PG_CATCH();
-	{
-		exec_nested_level--;
-		pgss_ng_waits_pop(waitkey);
-		if (frame >= 0)
-			pgss_ng_stmt_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	exec_nested_level--;
-	pgss_ng_waits_pop(waitkey);
-	if (frame >= 0)
-		pgss_ng_frame_pop(frame);
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_leave(queryDesc);
-}
-
-/*
- * next_ExecutorEnd
- *		Call the next ExecutorEnd hook, or the standard function.
- */
-static void
-next_ExecutorEnd(QueryDesc *queryDesc)
-{
-	if (prev_ExecutorEnd)
-		prev_ExecutorEnd(queryDesc);
-	else
-		standard_ExecutorEnd(queryDesc);
-}
-
-/*
- * pgss_ng_ExecutorEnd
- *		Record the execution (time in ms, rows, buffers, WAL, JIT, from
- *		PostgreSQL 18 parallel workers, and CPU time if it was timed) and,
- *		at top level, flush what this backend holds pending.
- *
- * What is recorded is copied from the QueryDesc and its EState before
- * the next ExecutorEnd frees them, and recorded after it: the CPU time
- * counts the executor's shut-down too, and with it the end of any
- * parallel worker still running, and an ERROR raised by the next
- * ExecutorEnd counts as a failed execution instead (its frame noted by
- * the abort, frames.c).  In a parallel worker: its CPU time, for its
- * leader (pgss_ng_cpu_worker_end).
- */
-static void
-pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
-{
-	PlannedStmt *pstmt = queryDesc->plannedstmt;
-	EState	   *estate = queryDesc->estate;
-	Instrumentation *totaltime = queryDesc->totaltime;
-	PgssNgCpuEnding ending;
-	bool		cpu_timed = false;
-	PgssNgCpuTime cpu;
-	BufferUsage bufusage;
-	WalUsage	walusage;
-	JitInstrumentation jit;
-	PgssNgFrame *f;
-	int			frame;
-#if PGSS_NG_HAVE_PARALLEL_WORKERS
-	PgssNgParallelWorkers workers;
-#endif
-
-	if (IsParallelWorker())
-	{
-		next_ExecutorEnd(queryDesc);
-		pgss_ng_cpu_worker_end(queryDesc);
-		return;
-	}
-
-	if (pgss_ng_cpu_timing())
-		cpu_timed = pgss_ng_cpu_exec_ending(queryDesc, &ending);
-	if (!(pgss_ng_stmt_ready() && pstmt->queryId != UINT64CONST(0) &&
-		  totaltime && pgss_ng_enabled(exec_nested_level)))
-	{
-		if (exec_nested_level == 0)
-			pgss_ng_flush();
-		next_ExecutorEnd(queryDesc);
-		return;
-	}
-
-	InstrEndLoop(totaltime);
-	bufusage = totaltime->bufusage;
-	walusage = totaltime->walusage;
-	if (estate->es_jit)
-		jit = estate->es_jit->instr;
-#if PGSS_NG_HAVE_PARALLEL_WORKERS
-	workers.to_launch = PGSS_NG_PARALLEL_WORKERS_TO_LAUNCH(estate);
-	workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
-#endif
-	{
-		PgssNgStore s;
-
-		/* every field, without a designated initializer's memset */
-		s.query = queryDesc->sourceText;
-		s.query_location = pstmt->stmt_location;
-		s.query_len = pstmt->stmt_len;
-		s.queryid = pstmt->queryId;
-		s.toplevel = exec_nested_level == 0;
-		s.jstate = NULL;
-		s.phase = PGSS_NG_EXEC;
-		s.total_time = totaltime->total * 1000.0;
-		s.rows = PGSS_NG_ES_ROWS(estate);
-		s.bufusage = &bufusage;
-		s.walusage = &walusage;
-		s.jitusage = estate->es_jit ? &jit : NULL;
-#if PGSS_NG_HAVE_PARALLEL_WORKERS
-		s.parallel = &workers;
-#else
-		s.parallel = NULL;
-#endif
-		s.cpu = NULL;
-		s.planid = pgss_ng_planid_exec(queryDesc, exec_nested_level == 0);
-
-		f = exec_frame(&frame, PGSS_NG_FRAME_END, queryDesc);
-		if (f != NULL)
-			f->prior_ms = s.total_time;
-		next_ExecutorEnd(queryDesc);
-		pgss_ng_frame_pop(frame);
-
-		if (cpu_timed)
-		{
-			pgss_ng_cpu_exec_ended(&ending, &cpu);
-			s.cpu = &cpu;
-		}
-		pgss_ng_store(&s);
-	}
-
-	if (exec_nested_level == 0)
-		pgss_ng_flush();
 }
 
 /*
@@ -781,7 +418,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	volatile int waitkey = -1;
 
 	tracked = pgss_ng_stmt_ready() &&
-		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
+		pgss_ng_enabled(pgss_ng_exec_nested_level) && pgss_ng_track_utility;
 
 	if (tracked)
 		pstmt->queryId = UINT64CONST(0);
@@ -791,7 +428,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		pgss_ng_cpu_other_call();
 		if (pgss_ng_bumps_level_untimed(parsetree))
 		{
-			exec_nested_level++;
+			pgss_ng_exec_nested_level++;
 			PG_TRY();
 			{
 				next_ProcessUtility(tracked ? &next_pstmt : pstmt,
@@ -800,7 +437,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			}
 			PG_FINALLY();
 			{
-				exec_nested_level--;
+				pgss_ng_exec_nested_level--;
 			}
 			PG_END_TRY();
 		}
@@ -809,26 +446,26 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								readOnlyTree, context, params, queryEnv,
 								dest, qc);
 		/* e.g. a DO block not recorded itself, whose statements were */
-		if (exec_nested_level == 0)
+		if (pgss_ng_exec_nested_level == 0)
 			pgss_ng_flush();
 		return;
 	}
 
-	stmt_start();
+	pgss_ng_hooks_stmt_start();
 	pgss_ng_measure_start(&m);
 	if (saved_queryId != UINT64CONST(0))
 	{
 		frame = pgss_ng_frame_push(&f, PGSS_NG_FRAME_TIMED,
-								   exec_nested_level == 0);
+								   pgss_ng_exec_nested_level == 0);
 		frame_source(f, saved_queryId, queryString, saved_stmt_location,
 					 saved_stmt_len);
 		if (f != NULL)
 			f->start = m.start;
 		waitkey = pgss_ng_waits_push(saved_queryId, GetUserId(),
-									 exec_nested_level);
+									 pgss_ng_exec_nested_level);
 	}
 
-	exec_nested_level++;
+	pgss_ng_exec_nested_level++;
 	PG_TRY();
 	{
 		next_ProcessUtility(&next_pstmt, queryString, readOnlyTree, context,
@@ -836,14 +473,14 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_CATCH();
 	{
-		exec_nested_level--;
+		pgss_ng_exec_nested_level--;
 		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
 			pgss_ng_stmt_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	exec_nested_level--;
+	pgss_ng_exec_nested_level--;
 	pgss_ng_waits_pop(waitkey);
 	if (frame >= 0)
 		pgss_ng_frame_pop(frame);
@@ -855,7 +492,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			.query_location = saved_stmt_location,
 			.query_len = saved_stmt_len,
 			.queryid = saved_queryId,
-			.toplevel = exec_nested_level == 0,
+			.toplevel = pgss_ng_exec_nested_level == 0,
 			.phase = PGSS_NG_EXEC,
 		};
 
@@ -867,6 +504,6 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		store_measured(&s, &m);
 	}
 
-	if (exec_nested_level == 0)
+	if (pgss_ng_exec_nested_level == 0)
 		pgss_ng_flush();
 }
