@@ -22,6 +22,8 @@ OBJS = \
 	src/hooks/measure.o \
 	src/hooks/planid.o \
 	src/views/sqlfuncs.o \
+	src/views/infofuncs.o \
+	src/views/histfuncs.o \
 	src/views/rowform.o \
 	src/views/convert.o \
 	src/views/plansfuncs.o \

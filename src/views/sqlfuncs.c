@@ -1,42 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * sqlfuncs.c
- *	  SQL-callable functions: pgss_ng(showtext, changed_since) (the
- *	  counters) and pgss_ng_detail(showtext, changed_since) (the same rows,
- *	  with when each entry last ran, its time quantiles, its CPU times and
- *	  its wait times), pgss_ng_reset(...), pgss_ng_info(),
- *	  pgss_ng_info_memory(), pgss_ng_evicted(), pgss_ng_evictions() and the
- *	  time histograms of one entry,
- *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
+ *	  SQL-callable functions of the statement rows: pgss_ng(showtext,
+ *	  changed_since) and pgss_ng_detail(...) (the same rows with last run,
+ *	  quantiles, CPU and wait times), pgss_ng_evicted() and
+ *	  pgss_ng_evictions(): what the statement kind gives, as tuples, each
+ *	  function filling the columns its SQL declares, by name
+ *	  (resultcols.c).  Privileges and the row form: docs/design.md,
+ *	  "Privileges" and "What a reader sees".
  *
- * Privileges follow pg_stat_statements, one rule: every role sees every
- * entry's numbers (counters, times, quantiles, CPU, errors), but which
- * statement an entry is (its queryid and text) only for its own statements
- * unless it has the privileges of pg_read_all_stats (superusers do).  The
- * histogram functions name the entry by its queryid, so another role's
- * need those privileges: an answer would tell that the role ran the
- * statement of a queryid the caller computed.  The evicted remainder of
- * other roles needs them too (the issue's rule: other roles' rows only
- * for those privileges).  pgss_ng_reset() is revoked
- * from PUBLIC in the install script.
- *
- * These functions only turn what the statement kind (stmt_kind.h) gives
- * them into tuples: the entries as a read gives them, the info counters; the
- * reset is the statement kind's.  Columns of the counters that add up
- * follow PGSS_NG_SUM_COUNTERS, and pgss_ng's own (PGSS_NG_OWN_COUNTERS)
- * come after every pg_stat_statements column.  Each function fills the
- * columns its SQL declares, by name (resultcols.c: an earlier version's
- * SQL declares fewer), and pgss_ng_compat's share the bodies (sqlfuncs.h).
- * The statement rows are laid out by a row form (rowform.c), not
- * heap_form_tuple: reading the view is mostly building and printing rows
- * (docs/design.md, "What a reader sees").
- *
- * Locking: none taken here.  The read (pgss_ng_stmt_read) takes each
- * partition lock shared and each entry lock shared just long enough to
- * copy the entry; each row is built and put in the tuplestore right after
- * the entry lock is released, with the partition lock still held shared
- * (no array of copies is made: at 5,000 entries it was megabytes of fresh
- * memory per read).
+ * Locking: none taken here.  Each row is built and stored right after
+ * pgss_ng_stmt_read copied its entry, the partition lock still shared.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,13 +37,8 @@
 
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_detail);
-PG_FUNCTION_INFO_V1(pgss_ng_reset);
-PG_FUNCTION_INFO_V1(pgss_ng_info);
-PG_FUNCTION_INFO_V1(pgss_ng_info_memory);
 PG_FUNCTION_INFO_V1(pgss_ng_evicted);
 PG_FUNCTION_INFO_V1(pgss_ng_evictions);
-PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
-PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
 /*
  * number of output columns of pgss_ng(): key and text, time groups, sums,
@@ -144,11 +113,11 @@ StaticAssertDecl(PGSS_NG_WAIT_NGROUPS == 7,
 				 "WAIT_COLUMNS must name every group of wait event types");
 
 /*
- * check_loaded
+ * pgss_ng_views_check_loaded
  *		ERROR unless the library was preloaded and this backend attached.
  */
-static void
-check_loaded(void)
+void
+pgss_ng_views_check_loaded(void)
 {
 	if (!pgss_ng_stmt_attach())
 		ereport(ERROR,
@@ -425,7 +394,7 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 static void
 read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
 {
-	check_loaded();
+	pgss_ng_views_check_loaded();
 	memset(rr, 0, sizeof(*rr));
 	rr->rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	rr->userid = GetUserId();
@@ -559,7 +528,7 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 	int			n;
 	int			r;
 
-	check_loaded();
+	pgss_ng_views_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
 	pgss_ng_result_map(&rm, fcinfo, rsinfo->setDesc, evicted_columns,
 					   PGSS_NG_EVICTED_COLS, NULL);
@@ -666,258 +635,4 @@ pgss_ng_evictions(PG_FUNCTION_ARGS)
 	pfree(log);
 	pfree(es);
 	return (Datum) 0;
-}
-
-/*
- * pgss_ng_views_reset
- *		The statement kind's reset (pgss_ng_stmt_reset(), which says what
- *		is removed or restarted); returns its time.  The body of
- *		pgss_ng_reset() and of pgss_ng_compat's pg_stat_statements_reset().
- *		Errors: library not preloaded.
- */
-TimestampTz
-pgss_ng_views_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
-{
-	check_loaded();
-	return pgss_ng_stmt_reset(userid, dbid, queryid, minmax_only);
-}
-
-/*
- * pgss_ng_reset
- *		pgss_ng_reset(userid, dbid, queryid, minmax_only): see
- *		pgss_ng_views_reset.  Returns the time of the reset.
- *		Errors: library not preloaded; EXECUTE privilege (install script).
- */
-Datum
-pgss_ng_reset(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_TIMESTAMPTZ(pgss_ng_views_reset(PG_GETARG_OID(0),
-											  PG_GETARG_OID(1),
-											  (uint64) PG_GETARG_INT64(2),
-											  PG_GETARG_BOOL(3)));
-}
-
-/*
- * pgss_ng_info
- *		One row of extension-wide counters: dealloc, stats_reset, entries,
- *		dropped, entries_allocated, entries_max, backstop_skips,
- *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
- *		entries_evicted, eviction_time (see README); qtext_bytes,
- *		qtext_count and qtext_dropped are NULL for roles without the
- *		privileges of pg_read_all_stats.  The body of pgss_ng_info() and of
- *		pgss_ng_compat's pg_stat_statements_info(), whose columns are its
- *		first two.  Errors: library not preloaded; a declared column that
- *		the library does not make.
- */
-Datum
-pgss_ng_views_info(FunctionCallInfo fcinfo)
-{
-	static const PgssNgColumn columns[] = {
-		{"dealloc", INT8OID}, {"stats_reset", TIMESTAMPTZOID},
-		{"entries", INT8OID}, {"dropped", INT8OID},
-		{"entries_allocated", INT8OID}, {"entries_max", INT8OID},
-		{"backstop_skips", INT8OID}, {"qtext_bytes", INT8OID},
-		{"qtext_limit_bytes", INT8OID}, {"qtext_count", INT8OID},
-		{"qtext_dropped", INT8OID}, {"entries_evicted", INT8OID},
-		{"eviction_time", FLOAT8OID}, {"last_eviction", TIMESTAMPTZOID}
-	};
-	TupleDesc	tupdesc;
-	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)];
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
-	PgssNgInfoSnapshot info;
-	int			i = 0;
-
-	check_loaded();
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
-
-	pgss_ng_stmt_info(&info);
-
-	memset(nulls_made, 0, sizeof(nulls_made));
-	values[i++] = Int64GetDatum(info.kind.dealloc);
-	values[i++] = TimestampTzGetDatum(info.stats_reset);
-	values[i++] = Int64GetDatum(info.kind.entries);
-	values[i++] = Int64GetDatum(info.dropped);
-	values[i++] = Int64GetDatum(info.kind.entries_allocated);
-	values[i++] = Int64GetDatum(info.kind.entries_max);
-	values[i++] = Int64GetDatum(info.kind.backstop_skips);
-	/*
-	 * Texts are shared by all roles (deduplicated), so how the arena's
-	 * size and count move would tell whether another role ran a guessed
-	 * text: only roles allowed to read every text see them.
-	 */
-	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-	{
-		values[i++] = Int64GetDatum(info.qtext.bytes);
-		values[i++] = Int64GetDatum(info.qtext.limit_bytes);
-		values[i++] = Int64GetDatum(info.qtext.count);
-		values[i++] = Int64GetDatum(info.qtext.dropped);
-	}
-	else
-	{
-		nulls[i++] = true;
-		values[i++] = Int64GetDatum(info.qtext.limit_bytes);
-		nulls[i++] = true;
-		nulls[i++] = true;
-	}
-	values[i++] = Int64GetDatum(info.kind.entries_evicted);
-	values[i++] = Float8GetDatum((double) info.kind.eviction_ns / 1e6);
-	if (info.kind.last_eviction != 0)
-		values[i++] = TimestampTzGetDatum(info.kind.last_eviction);
-	else
-		nulls[i++] = true;
-	Assert(i == lengthof(columns));
-
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/*
- * pgss_ng_info
- *		pgss_ng_info(): see pgss_ng_views_info.
- */
-Datum
-pgss_ng_info(PG_FUNCTION_ARGS)
-{
-	return pgss_ng_views_info(fcinfo);
-}
-
-/*
- * pgss_ng_info_memory
- *		One row: the shared memory pgss_ng's data takes (entry_bytes,
- *		qtext_allocated_bytes, hist_bytes) and the times not kept in a
- *		histogram (hist_dropped); the view pgss_ng_info shows them after
- *		pgss_ng_info()'s columns.  qtext_allocated_bytes is NULL for roles
- *		without the privileges of pg_read_all_stats, as qtext_bytes is.
- *		Errors: library not preloaded; a declaration of other columns.
- */
-Datum
-pgss_ng_info_memory(PG_FUNCTION_ARGS)
-{
-	static const PgssNgColumn columns[] = {
-		{"entry_bytes", INT8OID}, {"qtext_allocated_bytes", INT8OID},
-		{"hist_bytes", INT8OID}, {"hist_dropped", INT8OID}
-	};
-	TupleDesc	tupdesc;
-	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)];
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
-	PgssNgInfoSnapshot info;
-
-	check_loaded();
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
-
-	pgss_ng_stmt_info(&info);
-
-	memset(nulls_made, 0, sizeof(nulls_made));
-	values[0] = Int64GetDatum(info.kind.entry_bytes);
-	/* the texts': see pgss_ng_views_info */
-	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		values[1] = Int64GetDatum(info.qtext.allocated_bytes);
-	else
-		nulls[1] = true;
-	values[2] = Int64GetDatum(info.hist_bytes);
-	values[3] = Int64GetDatum(info.hist_dropped);
-
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/*
- * histogram_srf
- *		Rows (lower_ms, upper_ms, count) for each non-empty bucket of the
- *		phase's time histogram of the entry (userid, dbid, queryid,
- *		toplevel), lowest first; none for an unknown entry (the functions
- *		are STRICT: NULL arguments give no rows either).
- *
- * Privileges (see the file header): a role reads its own statements';
- * another role's only with the privileges of pg_read_all_stats, since the
- * key names the statement, else ERROR (whether the entry exists or not,
- * so that nothing is told about it).
- * Errors: library not preloaded; that privilege; a declared column that
- * the library does not make.
- */
-static Datum
-histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)
-{
-	static const PgssNgColumn columns[] = {
-		{"lower_ms", FLOAT8OID}, {"upper_ms", FLOAT8OID}, {"count", INT8OID}
-	};
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	PgssNgResultMap rm;
-	PgssNgStmtKey key;
-	PgssNgHistPair hist;
-	int			b;
-
-	check_loaded();
-
-	memset(&key, 0, sizeof(key));
-	key.userid = PG_GETARG_OID(0);
-	key.dbid = PG_GETARG_OID(1);
-	key.queryid = (uint64) PG_GETARG_INT64(2);
-	key.toplevel = PG_GETARG_BOOL(3);
-
-	if (key.userid != GetUserId() &&
-		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read the time histogram of "
-						"another role's statement"),
-				 errdetail("Only roles with privileges of the \"%s\" role "
-						   "may read it.", "pg_read_all_stats")));
-
-	InitMaterializedSRF(fcinfo, 0);
-	pgss_ng_result_map(&rm, fcinfo, rsinfo->setDesc, columns,
-					   lengthof(columns), NULL);
-
-	(void) pgss_ng_stmt_histograms(&key, &hist);
-	for (b = 0; b < PGSS_NG_HIST_NBUCKETS; b++)
-	{
-		uint32		count = pgss_ng_hist_count(&hist, phase, b);
-		Datum		values_made[lengthof(columns)];
-		bool		nulls_made[lengthof(columns)] = {false, false, false};
-		Datum	   *values = values_made;
-		bool	   *nulls = nulls_made;
-		double		lower;
-		double		upper;
-
-		if (count == 0)
-			continue;
-		pgss_ng_hist_bounds(b, &lower, &upper);
-		values[0] = Float8GetDatum(lower);
-		values[1] = Float8GetDatum(upper);
-		values[2] = Int64GetDatum((int64) count);
-		pgss_ng_result_project(&rm, &values, &nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
-							 nulls);
-	}
-	return (Datum) 0;
-}
-
-/*
- * pgss_ng_exec_time_histogram / pgss_ng_plan_time_histogram
- *		(userid, dbid, queryid, toplevel): see histogram_srf.
- */
-Datum
-pgss_ng_exec_time_histogram(PG_FUNCTION_ARGS)
-{
-	return histogram_srf(fcinfo, PGSS_NG_EXEC);
-}
-
-Datum
-pgss_ng_plan_time_histogram(PG_FUNCTION_ARGS)
-{
-	return histogram_srf(fcinfo, PGSS_NG_PLAN);
 }
