@@ -1,50 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind.h
- *	  A small "cumulative statistics kind" layer, the same on PostgreSQL
- *	  15 to 18 (docs/design.md, "One kind layer on every version", says
- *	  why pgss_ng does not use 18's pgstat_register_kind()).  Its API is
- *	  shaped like core's PgStat_KindInfo where that was cheap: a kind
- *	  description (PgssNgKindDesc) with callbacks, entry references, a
- *	  flush callback that takes the reference and nowait and locks through
- *	  the layer.  docs/design.md (appendix, "Mapping to core pgstat") puts
- *	  the two side by side.
- *
- * A kind keeps its shared entries in its own dshash, inside a DSA area that
- * the postmaster creates in place in main shared memory.  Backends count
- * into backend-local *pending* entries and *flush* them into the shared
- * entries later, taking each entry's LWLock without waiting where they can.
- * Nothing in this layer knows about statements or about pgss_ng: the
- * kind-specific parts, names included, come from PgssNgKindDesc.  The
- * layer's files and structures are described in kind_int.h.
- *
- * Locking rules
- *	  - The dshash partition lock protects the mapping key -> body.  A
- *		reference (refcount increment) is only taken while that lock is
- *		held, so a body that has left the hash can gain no new references.
- *	  - Removing a body from the hash (reset, eviction) marks it removed and
- *		releases the hash's own reference; whoever brings refcount to zero
- *		frees the body (and calls the kind's free callback).
- *	  - A body's LWLock (the entry lock) protects its kind data, usage and
- *		removed flag.  Flushes take it exclusively, readers take it shared.
- *		Flushes try LWLockConditionalAcquire first.
- *	  - Never take a dshash partition lock while holding an entry lock: the
- *		order is partition lock, then entry lock.
- *	  - Creation takes no lock of this layer below max: admission against
- *		the backstop is an atomic compare-and-exchange on the count of
- *		allocated bodies (exact), and the dshash insert under the key's
- *		partition lock settles two backends creating the same key.
- *	  - Creation takes no lock of this layer at or past max either: a
- *		creator that finds eviction running goes on with its statement.
- *		The new entry's eviction node is pushed on a lock-free stack
- *		under the partition lock that publishes it.
- *	  - <name>_dealloc serializes removals (eviction, reset) and owns the
- *		eviction queue: see kind_evict.c.  Flushes and creations never
- *		wait for it.  A restore holds it shared around each entry it
- *		restores, so that a full reset comes wholly before or after that
- *		entry (pgss_ng_kind_restore_begin).
- *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
- *		taken innermost: after every lock of this layer.
+ *	  A small cumulative statistics kind layer, the same on PostgreSQL 15
+ *	  to 18 and shaped like core's PgStat_KindInfo: a kind's shared entries
+ *	  in its own dshash, backends' pending entries flushed into them without
+ *	  waiting where possible; nothing of statements.  docs/design.md: "One
+ *	  kind layer on every version", "Locking rules" (in short: partition
+ *	  lock, then entry lock; references only under the partition lock).
  *
  *-------------------------------------------------------------------------
  */
@@ -156,8 +118,9 @@ typedef struct PgssNgKindDesc
 
 	/*
 	 * Pending data whose entry was evicted before the flush cannot be
-	 * merged; this callback counts it as dropped.  No lock of this layer
-	 * is held.
+	 * merged; this callback keeps its count with what the kind keeps of
+	 * evicted entries (the statement kind: the evicted remainder).  No
+	 * lock of this layer is held.
 	 */
 	void		(*discard_pending_cb) (PgssNgEntryRef *ref);
 

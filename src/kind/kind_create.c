@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * kind_create.c
- *	  The kind layer's creation of shared entries: admission against the
- *	  backstop, allocation of the body, its init and its publication in the
- *	  dshash; and the restore of saved entries.  References, pending data
- *	  and flush are in kind_entry.c.  docs/design.md, "Life of an entry",
- *	  says how an entry is made; locking rules: kind.h.
- *
- * Owns entries_live and entries_allocated (raised here, lowered by
- * kind_evict.c and kind_free.c), next_generation and backstop_skips; creation obeys the
- * allocation back-off (errlimit.c), which alloc_body starts and ends.
+ *	  Creation of shared entries: admission against the backstop, the
+ *	  body's allocation, init and publication in the dshash; and restore.
+ *	  Owns entries_live and entries_allocated (raised here, lowered in
+ *	  kind_evict.c and kind_free.c), next_generation and backstop_skips.
+ *	  docs/design.md, "Life of an entry"; locking rules: kind.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -75,16 +71,12 @@ admit_body(PgssNgKind *kind)
 
 /*
  * alloc_body
- *		Allocate a body, its eviction node (*node_out) at the end of its
- *		chunk, with DSA_ALLOC_NO_OOM, and zero the kind data's first
- *		shared_zeroed bytes (all by default), or return InvalidDsaPointer:
- *		shared memory ran out
- *		(which starts or lengthens the kind's allocation back-off), or it
- *		ran out a moment ago and the back-off still lasts (not even tried:
- *		a failed attempt may create and destroy a DSM segment of
- *		megabytes).  A success ends the back-off.  Called after
- *		admit_body(); no lock of this layer needed (the DSA area takes its
- *		own).  Errors: none of its own.
+ *		Allocate a body with its eviction node (*node_out, at the chunk's
+ *		end), DSA_ALLOC_NO_OOM, and zero the kind data's first
+ *		shared_zeroed bytes (all by default).  InvalidDsaPointer when shared
+ *		memory ran out (starting or lengthening the allocation back-off) or
+ *		the back-off lasts (not even tried); a success ends it.  No lock of
+ *		this layer; no ERROR of its own.
  */
 static dsa_pointer
 alloc_body(PgssNgKind *kind, dsa_pointer *node_out)
@@ -161,17 +153,11 @@ typedef struct CreateArgs
 
 /*
  * insert_guarded
- *		dshash_find_or_insert() of ca->key, run under pgss_ng_kind_guard()
- *		by create_body, so that it does not throw into the caller (unless
- *		the caller of the outermost guarded call held LWLocks: see
- *		kind_guard.c).
- *
- * dshash raises ERROR when the DSA area cannot grow (shared memory or DSM
- * slots exhausted); it leaves the hash consistent but its partition lock(s)
- * held.  The caller holds no other LWLock (see the file header), so the
- * guard's LWLockReleaseAll() releases exactly those.  Sets ca->he, with
- * its partition lock held, and ca->found; on an ERROR the guard logs it
- * and ca->he stays NULL (all LWLocks then released).
+ *		dshash_find_or_insert() of ca->key under pgss_ng_kind_guard(), for
+ *		create_body: sets ca->he (partition lock held) and ca->found.  When
+ *		the area cannot grow, dshash raises with its partition lock held;
+ *		the caller holds no other LWLock, so the guard's LWLockReleaseAll()
+ *		releases just that, and ca->he stays NULL.
  */
 static void
 insert_guarded(void *arg)
@@ -183,23 +169,13 @@ insert_guarded(void *arg)
 
 /*
  * create_body
- *		Admit, allocate, initialize and publish a body for ca->key.
- *
- * No global lock is needed: admission against the backstop is atomic
- * (admit_body), the allocation takes only the DSA area's lock, the init
- * callback fills a body nobody else can see yet, and the dshash insert,
- * under the key's partition lock, settles two backends creating the same
- * key at once: the loser finds the winner's element there, takes its
- * reference (still under that lock) and gives its own body back
- * (PGSS_NG_EXISTS).  The winner pushes the entry's eviction node on the
- * stack of new nodes before releasing that lock (kind_push_new: no lock,
- * a compare-and-exchange).  The caller holds no lock of this layer but
- * possibly <name>_dealloc shared (a restore).  Returns PGSS_NG_FULL at
- * the backstop, PGSS_NG_OUT_OF_MEMORY when shared memory ran out or the
- * allocation back-off lasts (every LWLock of the backend is then released
- * if the dshash insert failed: see insert_guarded).
- * Errors: an ERROR from init or dsa mapping propagates, the body given
- * back first.
+ *		Admit, allocate, initialize and publish a body for ca->key, with no
+ *		global lock (docs/design.md, "Life of an entry"): the dshash insert
+ *		settles a race for the key, whose loser takes the winner's entry
+ *		(PGSS_NG_EXISTS).  PGSS_NG_FULL at the backstop, PGSS_NG_OUT_OF_MEMORY
+ *		when memory ran out or the back-off lasts.  The caller holds no lock
+ *		of this layer but maybe <name>_dealloc shared (a restore).  An ERROR
+ *		from init or mapping propagates, the body given back first.
  */
 static PgssNgCreateResult
 create_body(PgssNgKind *kind, CreateArgs *ca,
@@ -295,24 +271,13 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 
 /*
  * kind_lookup_or_create
- *		Find the body for key, or create it, optionally taking a reference.
- *
- * A new entry starts with the given usage (1 for a new statement; what was
- * saved, for a restored one).  Before creating, this backend evicts if
- * live entries exceed max (e.g. after pgss_ng.max was lowered), so that a
- * workload of nothing but new statements is not stuck at the backstop, or
- * if the kind's needs_room_cb says its own memory is short (so that the
- * new entry's data, e.g. its text, finds room).  The callers evict again
- * after a creation.
- *
- * Creation takes no lock of its own (create_body), at max or below: a
- * backend that finds another one evicting goes on with its statement, and
- * the backstop bounds what is created meanwhile, exactly (admit_body).
- * Only at the backstop, with live entries past max, does a creator wait
- * for the eviction in progress (<name>_dealloc shared) and evict before
- * its second and last try; a refusal counts one backstop skip.
- * Errors: none raised by this layer; an ERROR from eviction, init or dsa
- * mapping propagates (locks released by the caller's guard).
+ *		Find the body for key or create it (starting at usage), optionally
+ *		with a reference.  Evicts first if live entries exceed max or the
+ *		kind's memory is short (the callers evict again after a creation).
+ *		At the backstop with live entries past max, waits for the eviction
+ *		in progress (<name>_dealloc shared), evicts and tries once more; a
+ *		refusal counts a backstop skip.  ERRORs of eviction, init or mapping
+ *		propagate (locks released by the caller's guard).
  */
 PgssNgCreateResult
 kind_lookup_or_create(PgssNgKind *kind, const void *key,
@@ -372,18 +337,11 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 
 /*
  * pgss_ng_kind_restore_begin / pgss_ng_kind_restore_end
- *		Bracket what a restore does for one entry (pgss_ng_kind_restore and
- *		the updates that go with it), so that a full reset comes wholly
- *		before or wholly after it: begin takes <name>_dealloc shared (a
- *		reset holds it exclusively while it counts itself and removes) and
- *		checks that the full resets since shared memory was made are still
- *		full_resets_seen, those the saved data is newer than (0 for data
- *		saved before this server started).  If another came, begin returns
- *		false with nothing held: the saved data is older than that reset,
- *		and none of it may outlive it.  Evictions, which take
- *		the lock without waiting, skip their turn meanwhile.  Call both in
- *		one guarded call: after an ERROR the guard has released the lock,
- *		and end has nothing left to release.
+ *		Bracket what a restore does for one entry, so that a full reset
+ *		comes wholly before or after it: begin takes <name>_dealloc shared
+ *		and returns false, holding nothing, if full resets came since
+ *		full_resets_seen (the saved data is older than one).  Call both in
+ *		one guarded call: after an ERROR the guard released the lock.
  */
 bool
 pgss_ng_kind_restore_begin(PgssNgKind *kind, uint64 full_resets_seen)

@@ -1,15 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind_entry.c
- *	  The kind layer's references and pending data: a backend's pending
- *	  entries, their flush with conditional locks, and references released
- *	  right after their flush.  Creation is in kind_create.c, removal in
- *	  kind_evict.c, the free in kind_free.c, readers and maintenance in
- *	  kind_maint.c; docs/design.md, "Life of an entry" and "Flush policy".
- *
- * Owns the backend's pending hash.  Locking rules: see kind.h; functions
- * here are called with no other LWLock held by the caller (creation
- * relies on it to recover from an out-of-memory ERROR inside dshash).
+ *	  References and pending data: a backend's pending entries, their flush
+ *	  with conditional locks, references released right after their flush.
+ *	  Owns the backend's pending hash.  docs/design.md, "Life of an entry"
+ *	  and "Flush policy"; locking rules: kind.h.  Functions here are called
+ *	  with no other LWLock held (creation relies on it to recover from an
+ *	  out-of-memory ERROR inside dshash).
  *
  *-------------------------------------------------------------------------
  */
@@ -89,21 +86,13 @@ pgss_ng_kind_pending_limit(PgssNgKind *kind)
 
 /*
  * pgss_ng_kind_lock_entry
- *		For a kind's flush callback (or the kind's own change of an entry
- *		it holds pending data for): lock the shared entry that ref refers
- *		to exclusively.  Tries without waiting first.  If the lock is busy:
- *		with nowait, returns false (the pending data stays for a later
- *		flush) unless the pending data is older than
- *		PGSS_NG_PENDING_MAX_AGE_MS; otherwise waits, except for a lock
- *		this backend holds itself (false).  Returns false, with the lock
- *		released, also when the entry was removed (reset, eviction); the
- *		layer then discards or hands over the pending data (flush_one).
- *		True: the lock is held, the entry is live and ref->flush_time is
- *		the time now, read under the lock (the kind may stamp the entry
- *		with it); release it with pgss_ng_kind_unlock_entry().
- *
- * The clock is read only under the lock, and for the age test when the
- * lock is busy: one read per flushed entry.
+ *		For a flush callback: lock ref's shared entry exclusively, trying
+ *		without waiting first; with nowait, a busy lock gives false unless
+ *		the pending data is older than PGSS_NG_PENDING_MAX_AGE_MS; never
+ *		waits for a lock this backend holds.  False, unlocked, also for a
+ *		removed entry (flush_one then discards or hands over the data).
+ *		True: locked and live, ref->flush_time read under the lock (the one
+ *		clock read per flushed entry); release with _unlock_entry().
  */
 bool
 pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
@@ -162,18 +151,11 @@ pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
 
 /*
  * flush_one
- *		Flush one pending entry pe through the kind's flush callback, which
- *		may wait for the entry lock (nowait false) only when force is set
- *		or the pending data is older than PGSS_NG_PENDING_MAX_AGE_MS (the
- *		age test of pgss_ng_kind_lock_entry).  Returns false if the entry
- *		stays pending (its lock was busy).
- *
- * Into a live entry, the callback merges the pending data and the usage
- * is brought up to date; into one removed by a reset it is discarded (made
- * before the reset); into an evicted one it goes to the kind's discard
- * callback.  The local entry is removed and the reference released either
- * way.  Locks: the entry's LWLock (taken by the callback, through
- * pgss_ng_kind_lock_entry), none afterwards.
+ *		Flush pending entry pe through the kind's flush callback (waiting
+ *		for the entry lock only with force or old data: lock_entry); false
+ *		if it stays pending.  Data for an entry removed by a reset is
+ *		discarded, for an evicted one handed to discard_pending_cb; either
+ *		way the local entry is removed and the reference released.
  */
 static bool
 flush_one(PgssNgKind *kind, void *pe, bool force)
@@ -304,26 +286,14 @@ pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key)
 
 /*
  * pgss_ng_kind_lock_key
- *		Lock key's shared entry for a change made at once (e.g. one call
- *		counted straight into it), making the entry if needed (init, arg
- *		as for pgss_ng_kind_create), without waiting, into ref (the
- *		caller's, e.g. on its stack):
- *		  PGSS_NG_KEY_LOCKED  the entry lock is held, ref->shared_data is
- *							  the entry's and ref->flush_time the time read
- *							  under the lock; release with
- *							  pgss_ng_kind_unlock_key()
- *		  PGSS_NG_KEY_BUSY	  the lock is busy (or the new entry is gone
- *							  already): ref holds a reference instead, for
- *							  pgss_ng_kind_keep_pending()
- *		  PGSS_NG_KEY_FAILED  the entry could not be made (backstop, out
- *							  of shared memory): nothing held
- *
- * The path of a key whose entry exists: one lookup, the entry lock tried
- * under its partition lock, no reference (the partition lock keeps the
- * body from being freed until the entry lock is held: a removal takes
- * both), nothing allocated.  A new entry is made with a reference, then
- * locked through it.  Errors: those of DSA mapping and creation; call
- * under pgss_ng_kind_guard().
+ *		Lock key's shared entry, without waiting, for a change made at once,
+ *		making it if needed (init, arg as for pgss_ng_kind_create), into the
+ *		caller's ref.  PGSS_NG_KEY_LOCKED: locked (ref->shared_data,
+ *		ref->flush_time), release with _unlock_key(); PGSS_NG_KEY_BUSY: ref
+ *		holds a reference instead, for _keep_pending(); PGSS_NG_KEY_FAILED:
+ *		nothing held.  An existing entry costs one lookup and no reference
+ *		(its partition lock keeps the body until the entry lock is held).
+ *		Errors: those of mapping and creation; call under the guard.
  */
 PgssNgLockKey
 pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
@@ -443,21 +413,12 @@ pgss_ng_kind_keep_pending(PgssNgEntryRef *ref)
 
 /*
  * pgss_ng_kind_get_pending
- *		Return this backend's reference to the entry for key, with its
- *		pending data (zeroed when new), making the shared entry if needed;
- *		the reference is held until the pending data is flushed.
- *
- * The pending data is zeroed (its first pending_zeroed bytes when the kind
- * sets that).  Returns NULL when the entry could not be made (backstop
- * reached, or out of shared memory); the caller then counts what it wanted
- * to record as dropped.  Before adding a new pending entry past
- * pgss_ng_kind_pending_limit(), everything pending is flushed, so that a
- * backend's pending memory and the entries its references keep from
- * eviction stay bounded however many distinct keys a single statement or
- * transaction touches.  The key's hash in the pending hash is computed once, here,
- * and kept in the reference for the removal at the flush.  Memory:
- * pending entries in TopMemoryContext (the pending hash).  Errors: those
- * of kind_lookup_or_create(); the local entry is removed first.
+ *		This backend's reference to key's entry, with its pending data
+ *		(pending_zeroed bytes zeroed when new), making the shared entry if
+ *		needed; NULL if it cannot be made (the caller counts a drop).  Past
+ *		pgss_ng_kind_pending_limit() everything pending is flushed first,
+ *		bounding pending memory and pinned entries.  Memory: the pending
+ *		hash (TopMemoryContext).  Errors: kind_lookup_or_create()'s.
  */
 PgssNgEntryRef *
 pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
@@ -516,16 +477,11 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 
 /*
  * pgss_ng_kind_flush
- *		Merge this backend's pending entries into their shared entries.
- *
- * Without force, each entry's lock is tried without waiting; an entry
- * whose lock is busy stays pending for the next flush, unless its pending
- * data is older than PGSS_NG_PENDING_MAX_AGE_MS, in which case we wait.
- * With force (exit, view read, too much pending) we always wait.  Each
- * flushed entry's reference is released at once.  The entries are walked
- * in kind->pending_list (oldest first), not by a scan of the pending
- * hash's buckets.  Returns true if anything is still pending.  Locks:
- * each entry's LWLock, one at a time.
+ *		Merge this backend's pending entries (oldest first) into their
+ *		shared entries, releasing each reference at once.  Without force a
+ *		busy entry stays pending unless its data is over
+ *		PGSS_NG_PENDING_MAX_AGE_MS old; with force (exit, view read, too
+ *		much pending) it waits.  True if anything is still pending.
  */
 bool
 pgss_ng_kind_flush(PgssNgKind *kind, bool force)

@@ -1,60 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind_evict.c
- *	  How a kind's shared entries go: the removal of an entry (out of the
- *	  hash, marked, its eviction node unlinked, its hash reference released;
- *	  the refcounted free is kind_free.c's), and what bounds the entries:
- *	  the usage of an entry (its eviction value), the eviction queue,
- *	  eviction of the least valuable entries it shows when live entries
- *	  exceed max or the kind's own memory is short, and the backstop on
- *	  allocated bodies.
- *
- * Usage is 1 at creation plus the uses its flushes reported, halving every
- * PGSS_NG_USAGE_HALF_LIFE_MS.
- *
- * The eviction queue holds one node (PgssNgEvictNode and key, at the end
- * of the entry's body chunk) per live entry.  A creator pushes its
- * entry's node on a lock-free stack of new nodes (kind_push_new) under the
- * partition lock that publishes the entry; an eviction run moves that stack to the queue's front
- * (kind_take_new).  A run then examines the queue from its front: the
- * entries created since the last run, the candidates the last run left
- * (its pool), then the entries examined longest ago, at most
- * Max(PGSS_NG_EVICT_VISIT_MIN, PGSS_NG_EVICT_VISIT_FACTOR * wanted) in
- * all.  It evicts the least valuable of those, puts the next least
- * valuable back at the front as the next run's pool, and moves the other
- * examined entries to the back: a clock whose hand is the queue's front,
- * which sees every new entry in the run that follows its creation.  So a
- * run costs O(entries it evicts), however many entries there are.
- *
- * When live entries exceed max, a run evicts down to max minus
- * PGSS_NG_EVICT_PERCENT percent of it (more when the excess is larger).
- * Below max, when the kind's needs_room_cb says memory its data owns is
- * past its high-water mark (a full text arena), a run evicts in the same
- * order until it is below its low-water mark, at most
- * PGSS_NG_EVICT_PERCENT percent of max per run (hysteresis: one run per
- * the gap between the marks, not one per new entry).  Entries some
- * backend holds a reference to are not candidates.  The backstop
- * (kind_backstop) caps live + removed bodies not yet freed; creation
- * (kind_create.c) refuses bodies beyond it.
- *
- * Each victim's key hash and value are remembered (its ghost,
- * kind_ghost.c).
- *
- * Owns: the eviction queue and its nodes,
- * PgssNgKindControl.dealloc (eviction runs that evicted entries,
- * pg_stat_statements' meaning),
- * entries_evicted (entries they evicted), eviction_ns (their time) and
- * last_eviction (the end of the last of them); the usage and usage_time
- * of bodies are written by flushes (kind_entry.c) and read here.
- *
- * Locking: <name>_dealloc serializes removals (eviction, reset) and owns
- * the queue; eviction takes it conditionally: a backend that finds another
- * one evicting goes on with its statement.  Pushing a new node takes no
- * lock (a compare-and-exchange on the stack's head).  A run reads the
- * examined bodies' refcount and usage without a lock, sorts with no lock
- * but <name>_dealloc, and removes victims one at a time under their
- * partition lock, then their entry lock (kind_mark_removed).  Flushes
- * never wait for <name>_dealloc.
+ *	  What bounds a kind's entries: usage (the eviction value), the
+ *	  eviction queue, eviction of the least valuable entries when live ones
+ *	  exceed max or the kind's memory is short, the backstop; the removal
+ *	  of an entry from the hash.  Owns the queue, dealloc, entries_evicted,
+ *	  eviction_ns and last_eviction.  docs/design.md, "Eviction and the
+ *	  backstop"; locking: <name>_dealloc, taken without waiting (kind.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -256,17 +208,12 @@ queue_front_to_back(PgssNgKind *kind, dsa_pointer rest)
 
 /*
  * kind_remove_node
- *		Remove the entry of the eviction queue's node np from the hash for
- *		reason (an eviction: only if no backend holds a reference to it; a
- *		reset: always), take its node out of the queue, and
- *		release the hash's reference to the body.  Returns whether it was
- *		removed.  Locks: <name>_dealloc held by the caller; the entry's
- *		partition lock exclusively, then its entry lock
- *		(kind_mark_removed); evicted_cb (an eviction) and free_cb run
- *		with only <name>_dealloc held.
- *		The queue is consistent before anything that may raise an ERROR
- *		(freeing) runs, and the nodes its unlinking writes to are mapped
- *		before the entry is touched.
+ *		Remove the entry of queue node np from the hash for reason (an
+ *		eviction only if nobody holds a reference), unlink its node and
+ *		release the hash's reference; whether it was removed.  <name>_dealloc
+ *		held; takes the partition lock exclusively, then the entry lock.
+ *		The neighbours are mapped first and the queue is consistent before
+ *		freeing, which may raise.
  */
 bool
 kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
@@ -496,30 +443,13 @@ requeue_examined(PgssNgKind *kind, EvictExam *ex)
 
 /*
  * pgss_ng_kind_evict
- *		If live entries exceed max, evict the least valuable entries the
- *		eviction queue shows, down to max minus PGSS_NG_EVICT_PERCENT
- *		percent.  Below max, if the kind says its own memory is past its
- *		high-water mark (needs_room_cb, e.g. a full text arena), evict the
- *		least valuable ones too, in the same order, until it is below its
- *		low-water mark or PGSS_NG_EVICT_PERCENT percent of max are gone
- *		(bounded work per call).
- *
- * Serialized by <name>_dealloc, taken without waiting: if another backend
- * is evicting, return at once (the backstop bounds what is allocated
- * meanwhile).  The new entries are moved to the queue's front
- * (kind_take_new), then up to Max(PGSS_NG_EVICT_VISIT_MIN,
- * PGSS_NG_EVICT_VISIT_FACTOR * wanted) entries are examined from it
- * (examine_queue), keeping the least valuable, a quarter more than wanted
- * (a victim may be in use by the time it is removed; if more than that
- * are, this run evicts fewer and a later one the rest); their sort runs
- * with no lock but <name>_dealloc; victims are then removed one by one
- * (kind_remove_node) and the examined entries requeued
- * (requeue_examined).  Each victim goes to the kind's evicted_cb (its
- * fold into what the kind keeps of evicted entries).  A run that evicted
- * entries counts one in dealloc, each entry it evicted one in
- * entries_evicted, its time in eviction_ns, and sets last_eviction.
- * Memory: a temporary context under CurrentMemoryContext, deleted before
- * returning.  Errors: out of memory (caller's guard releases the locks).
+ *		Evict the least valuable entries the queue shows: down to max less
+ *		PGSS_NG_EVICT_PERCENT percent when live entries exceed max, or, when
+ *		needs_room_cb says the kind's memory is past its high-water mark,
+ *		until it is below its low-water mark (a batch at most).  Returns at
+ *		once if another backend holds <name>_dealloc.  The steps and counts:
+ *		docs/design.md, "A run".  Memory: a temporary context.  Errors: out
+ *		of memory (the caller's guard releases the locks).
  */
 void
 pgss_ng_kind_evict(PgssNgKind *kind)

@@ -1,14 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * kind_free.c
- *	  The end of a kind's body: its removal mark, the release of its
- *	  references, and its free by whoever releases the last one (the
- *	  kind's free callback first), counting it out of entries_allocated.
- *	  The lowest file of the layer: it calls no other file of it.
- *	  docs/design.md, "Life of an entry".
- *
- * Locking: see kind.h; a body is marked removed under its entry lock, and
- * freed with no lock of this layer needed (nobody can see it any more).
+ *	  The end of a kind's body: its removal mark (under its entry lock),
+ *	  the release of its references, and its free by whoever releases the
+ *	  last one (free_cb first; no lock needed: nobody can see it), counted
+ *	  out of entries_allocated.  The lowest file of the layer: it calls no
+ *	  other file of it.  docs/design.md, "Life of an entry".
  *
  *-------------------------------------------------------------------------
  */

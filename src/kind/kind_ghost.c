@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * kind_ghost.c
- *	  The ghosts: what eviction remembers of each victim, its key's hash
- *	  and its value, in sets of PGSS_NG_GHOST_WAYS in main shared memory,
- *	  so that a new entry of that key starts from that value, decayed, on
- *	  top of its own (kind_ghost_usage, from create_body): a statement that
- *	  comes back ranks above the entries used once.  docs/design.md,
- *	  "Eviction and the backstop".
- *
- * Locking: the holder of <name>_dealloc is the only writer; readers take
- * no lock (kind_ghost_remember says how).
+ *	  The ghosts: each victim's key hash and value, remembered in sets of
+ *	  PGSS_NG_GHOST_WAYS in main shared memory, so that a new entry of that
+ *	  key starts from that value, decayed (kind_ghost_usage, from
+ *	  create_body).  One writer, the holder of <name>_dealloc; readers take
+ *	  no lock.  docs/design.md, "Eviction and the backstop".
  *
  *-------------------------------------------------------------------------
  */

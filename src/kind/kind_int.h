@@ -1,37 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind_int.h
- *	  Internals of the kind layer, shared by its files and seen by nobody
- *	  else: the shared structures, the backend-local handle of a kind, and
- *	  the functions one file of the layer calls in another.
- *
- *	  kind_shmem.c   set-up in the postmaster, attach and detach
- *	  kind_create.c  creation of shared entries (admission, allocation,
- *	                 publication), restore
- *	  kind_entry.c   references, pending data, flush
- *	  kind_maint.c   readers and maintenance: foreach, removal and update of
- *	                 matching entries, kind-wide counters
- *	  kind_evict.c   usage, the eviction queue, eviction (for max, and
- *	                 for room in the kind's own memory: needs_room_cb)
- *	                 and the backstop
- *	  kind_free.c    removal mark, references released, refcounted free
- *	  kind_ghost.c   the ghosts: what eviction remembers of its victims
- *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
- *	                 limit and the allocation back-off it starts (on
- *	                 errlimit.c, with one state per kind)
- *
- * Shared structures
- *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
- *	  entry body:      [PgssNgBodyHeader] [kind data (shared_size bytes)]
- *	                   [PgssNgEvictNode] [key]: one DSA chunk per entry,
- *	                   so that it can outlive its removal from the dshash
- *	                   while backends still hold references to it; the
- *	                   node is the entry's place in the eviction queue
- *	                   (kind_evict.c) while it is live, unused after.
- *	  pending entry:   [key] [PgssNgEntryRef] [pending data], in the
- *	                   backend-local hash kind->pending.
- *
- * Locking: see kind.h.
+ *	  Internals of the kind layer, seen by its files only: the shared
+ *	  structures (a body's chunk is [PgssNgBodyHeader] [kind data]
+ *	  [PgssNgEvictNode] [key], a dshash element [key] [PgssNgHashEntry], a
+ *	  pending entry [key] [PgssNgEntryRef] [pending data]), a kind's
+ *	  backend-local handle, and what one file calls in another (grouped by
+ *	  file below).  docs/design.md, "Layers" and "Shared structures".
  *
  *-------------------------------------------------------------------------
  */
