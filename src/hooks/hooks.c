@@ -1,32 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * hooks.c
- *	  The hooks that feed the statement kind, and their GUCs
- *	  (pgss_ng.track, track_utility, track_planning); the executor hooks
- *	  are in hooks_exec.c.
- *
- * The hooks decide *what* is recorded exactly as the server's own
- * pg_stat_statements does (1.10 on PostgreSQL 15 and 16, 1.11 on 17, 1.12
- * on 18: same nesting rules, same treatment of utility statements,
- * PREPARE/EXECUTE/DEALLOCATE, planning; where these differ by version,
- * pgver.h says how), so that counts and normalized texts agree;
- * stmt_kind.c decides *how* (pending counters, flushed at the end of each
- * top-level statement).
- *
- * Beyond pg_stat_statements, each hook call that runs a tracked statement
- * pushes a failure frame (frames.h: a few stores): an ERROR passing
- * through the hook's PG_CATCH, where it has one (the PG_TRY blocks
- * pg_stat_statements has), or an abort the call leaves open, counts one
- * failed execution of the statement (frames.c).  The calls of a tracked
- * statement read the clock as pg_stat_statements' do, plus once at
- * ExecutorStart and at planning (the time of a failure there).  With
- * pgss_ng.track_cpu off and no execution timed, no CPU function is called.
- * ExecutorRun, ExecutorFinish (of a statement with triggers or a modifying
- * CTE) and a tracked utility statement also publish the statement's key
- * for the wait sampler while they run (pgss_ng_waits_push / _pop,
- * stmt/waits.h).
- *
- * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
+ *	  The parse analysis, planner and utility hooks (the executor's are in
+ *	  hooks_exec.c) and the GUCs pgss_ng.track, track_utility and
+ *	  track_planning.  They decide *what* is recorded as the server's
+ *	  pg_stat_statements does (pgver.h: where versions differ), push failure
+ *	  frames and publish the running key for the wait sampler; no lock.
+ *	  docs/design.md, "The hooks, and pg_stat_statements 1.10".
  *
  *-------------------------------------------------------------------------
  */
@@ -276,17 +256,11 @@ next_planner_nested(int *level, Query *parse, const char *query_string,
 
 /*
  * pgss_ng_planner
- *		For a tracked statement (query string, non-zero queryId): push a
- *		failure frame around the planning (frames.h), and time it when
- *		track_planning is on.  Duration in ms; buffer and WAL usage of the
- *		planning itself.  An ERROR raised while planning counts as a failed
- *		execution of the statement: noted in the PG_CATCH of the raised
- *		level where there is one, else by the abort (frames.c).
- *
- * While planning, the planner level is raised (from PostgreSQL 17 the one
- * nesting level, timed or not; before, the planner level while timed; see
- * pgver.h), so that functions evaluated by the planner are not top-level
- * statements.
+ *		For a tracked statement (query string, non-zero queryId): a failure
+ *		frame around the planning, timed (ms, its buffer and WAL usage) with
+ *		track_planning.  A level is raised meanwhile (from 17 the one
+ *		nesting level, timed or not; before, the planner level while timed:
+ *		pgver.h), so that functions the planner evaluates are not top-level.
  */
 static PlannedStmt *
 pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
@@ -377,28 +351,13 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 
 /*
  * pgss_ng_ProcessUtility
- *		Record utility statements (time in ms, rows of COPY/FETCH/SELECT
- *		INTO/REFRESH MATERIALIZED VIEW, buffers, WAL), flushing at top
- *		level.
- *
- * A recorded utility statement that ends in an ERROR counts as a failed
- * execution (its frame noted in the PG_CATCH, frames.c) before the ERROR
- * is re-thrown.
- *
- * Like pg_stat_statements, a tracked utility statement's queryId is set
- * to zero before the statement runs, so that a cached PlannedStmt that is
- * executed again is not counted again (pg_stat_statements' behaviour,
- * which we keep for equal counts).  The next hook then gets a copy of the
- * PlannedStmt (on our stack) that carries the queryId it had, so that
- * a pg_stat_statements loaded before us in shared_preload_libraries (and
- * so called from inside this hook) records the statement too, and both
- * extensions can be compared in one server.  An untracked statement is
- * passed down as it is: a pg_stat_statements inside then clears the
- * queryId itself, as it would alone.
- *
- * Nothing reached through pstmt is read or written after the call: a
- * COMMIT or ROLLBACK inside a procedure (CALL) can release the cached plan
- * that holds it.  What is needed afterwards is saved before.
+ *		Record a utility statement (ms, rows of COPY/FETCH/SELECT INTO/
+ *		REFRESH MATERIALIZED VIEW, buffers, WAL; a failure noted in the
+ *		PG_CATCH), flushing at top level.  A tracked one's queryId is
+ *		zeroed, as pg_stat_statements does, and the next hook gets a copy
+ *		that keeps it (docs/design.md, "Utility queryId").  Nothing reached
+ *		through pstmt is used after the call: a COMMIT in a CALL can free
+ *		the plan holding it ("Pointers used after a call").
  */
 static void
 pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,

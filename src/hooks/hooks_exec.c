@@ -1,14 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * hooks_exec.c
- *	  The executor hooks (ExecutorStart, Run, Finish, End): they ask for
- *	  the instrumentation of tracked statements, push their failure frames,
- *	  publish the running statement's key for the wait sampler, count the
- *	  execution's CPU time, and record the execution at ExecutorEnd,
- *	  flushing at top level.  The other hooks and the GUCs are in hooks.c;
- *	  docs/design.md, "The hooks, and pg_stat_statements 1.10".
- *
- * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
+ *	  The executor hooks: instrumentation of tracked statements, their
+ *	  failure frames, the running key published for the wait sampler, the
+ *	  execution's CPU time, and its record at ExecutorEnd, flushing at top
+ *	  level.  docs/design.md, "The hooks, and pg_stat_statements 1.10".
+ *	  No lock of their own.
  *
  *-------------------------------------------------------------------------
  */
@@ -278,17 +275,12 @@ next_ExecutorEnd(QueryDesc *queryDesc)
 
 /*
  * pgss_ng_ExecutorEnd
- *		Record the execution (time in ms, rows, buffers, WAL, JIT, from
- *		PostgreSQL 18 parallel workers, and CPU time if it was timed) and,
- *		at top level, flush what this backend holds pending.
- *
- * What is recorded is copied from the QueryDesc and its EState before
- * the next ExecutorEnd frees them, and recorded after it: the CPU time
- * counts the executor's shut-down too, and with it the end of any
- * parallel worker still running, and an ERROR raised by the next
- * ExecutorEnd counts as a failed execution instead (its frame noted by
- * the abort, frames.c).  In a parallel worker: its CPU time, for its
- * leader (pgss_ng_cpu_worker_end).
+ *		Record the execution (ms, rows, buffers, WAL, JIT, parallel workers
+ *		from 18, CPU time if timed) and flush at top level.  Copied from the
+ *		QueryDesc before the next ExecutorEnd frees it, recorded after: the
+ *		CPU time counts the shut-down (and workers ending), and an ERROR in
+ *		it counts a failure instead (noted by the abort).  In a parallel
+ *		worker: its CPU time, for its leader.
  */
 static void
 pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
