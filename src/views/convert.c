@@ -1,25 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * convert.c
- *	  A stored query text shown in the reader's database encoding.
- *
- * Each entry's text is stored in the encoding of the database it was
- * run in, valid there (the server checked the statement, or the restore
- * checked the saved text) and without NUL bytes.  A reader in another
- * database may not be able to show it: a character with no equivalent in
- * the reader's encoding (UTF8 text read from a LATIN1 database), bytes
- * from a SQL_ASCII database that are not valid in it, or two encodings
- * without a conversion between them.  PostgreSQL's own conversion
- * (pg_any_to_server) raises an ERROR then, which would make one role's
- * statement break every reader's read of the view.  Here every character
- * that cannot be shown becomes the substitute: U+FFFD (the Unicode
- * replacement character) in a UTF8 database, '?' in any other; the rest
- * is converted as the server converts it.  A reader in a SQL_ASCII
- * database gets the bytes as they are, as the server gives it any text.
- *
- * Locking: none.  Errors: out of memory only; the conversion functions
- * are called in their no-error mode, and a failed catalog lookup of one
- * means "no conversion".
+ *	  A stored query text (valid in its database's encoding, no NUL) shown
+ *	  in the reader's encoding without the ERROR pg_any_to_server() would
+ *	  raise (one role's statement would break every read): what cannot be
+ *	  shown becomes U+FFFD in a UTF8 database, '?' in another; SQL_ASCII
+ *	  readers get the bytes.  Conversions run in their no-error mode, a
+ *	  failed lookup of one meaning "no conversion".  No lock.
  *
  *-------------------------------------------------------------------------
  */

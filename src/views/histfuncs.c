@@ -1,14 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * histfuncs.c
- *	  SQL-callable functions of one entry's time histograms:
- *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
- *
- * Privileges: they name the entry by its queryid, so another role's need
- * the privileges of pg_read_all_stats: an answer would tell that the role
- * ran the statement of a queryid the caller computed.
- *
- * Locking: none taken here; see pgss_ng_stmt_histograms.
+ *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...):
+ *	  one entry's time histograms.  Another role's need the privileges of
+ *	  pg_read_all_stats: they name the entry by its queryid, and an answer
+ *	  would tell that the role ran a statement the caller guessed.  No lock
+ *	  taken here; see pgss_ng_stmt_histograms.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,17 +26,11 @@ PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
 /*
  * histogram_srf
- *		Rows (lower_ms, upper_ms, count) for each non-empty bucket of the
- *		phase's time histogram of the entry (userid, dbid, queryid,
- *		toplevel), lowest first; none for an unknown entry (the functions
- *		are STRICT: NULL arguments give no rows either).
- *
- * Privileges: a role reads its own statements';
- * another role's only with the privileges of pg_read_all_stats, since the
- * key names the statement, else ERROR (whether the entry exists or not,
- * so that nothing is told about it).
- * Errors: library not preloaded; that privilege; a declared column that
- * the library does not make.
+ *		Rows (lower_ms, upper_ms, count) of each non-empty bucket of the
+ *		phase's histogram of the entry (userid, dbid, queryid, toplevel),
+ *		lowest first; none for an unknown entry.  Another role's entry
+ *		without pg_read_all_stats's privileges: ERROR whether it exists or
+ *		not.  Errors also: library not preloaded; an undeclared column.
  */
 static Datum
 histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)

@@ -1,13 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * infofuncs.c
- *	  SQL-callable functions of the extension-wide state: pgss_ng_info()
- *	  and pgss_ng_info_memory() (the view pgss_ng_info), and
- *	  pgss_ng_reset(); pgss_ng_compat's pg_stat_statements_info() and
- *	  _reset() share their bodies (sqlfuncs.h).  Each fills the columns its
- *	  SQL declares, by name (resultcols.c).
- *
- * Locking: none taken here; see pgss_ng_stmt_info and pgss_ng_stmt_reset.
+ *	  pgss_ng_info() and pgss_ng_info_memory() (the view pgss_ng_info) and
+ *	  pgss_ng_reset(), whose bodies pgss_ng_compat's shares (sqlfuncs.h);
+ *	  each fills the columns its SQL declares, by name (resultcols.c).  No
+ *	  lock taken here; see pgss_ng_stmt_info and pgss_ng_stmt_reset.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,20 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * plansfuncs.c
- *	  SQL-callable pgss_ng_plans(showtext): one row per plan of each
- *	  statement (stmt/plans.h), with its calls, execution times, rows,
- *	  first and last call, and its EXPLAIN (COSTS OFF) text; and
- *	  pgss_ng_plans_info(), the plan rows' counters.  Each fills the
- *	  columns its calling SQL declares (resultcols.c).
- *
- * Privileges follow pgss_ng's (sqlfuncs.c): every role sees every row's
- * numbers, but which statement and plan a row is (queryid, planid) and
- * its text only for its own statements, unless it has the privileges of
- * pg_read_all_stats.
- *
- * Locking: none taken here; the read takes the statement kind's partition
- * locks and entry locks shared (pgss_ng_plans_read), each row put in the
- * tuplestore with a partition lock held shared.
+ *	  pgss_ng_plans(showtext): one row per plan of each statement
+ *	  (stmt/plans.h), with its calls, times, rows, first and last call and
+ *	  EXPLAIN (COSTS OFF) text; pgss_ng_plans_info(), the plan rows'
+ *	  counters.  Privileges as pgss_ng's: queryid, planid and text of
+ *	  another role's statements need pg_read_all_stats's.  No lock taken
+ *	  here; the read's: pgss_ng_plans_read.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,16 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * sqlfuncs.c
- *	  SQL-callable functions of the statement rows: pgss_ng(showtext,
- *	  changed_since) and pgss_ng_detail(...) (the same rows with last run,
- *	  quantiles, CPU and wait times), pgss_ng_evicted() and
+ *	  pgss_ng(showtext, changed_since), pgss_ng_detail(...) (the same rows
+ *	  with last run, quantiles, CPU and wait times), pgss_ng_evicted() and
  *	  pgss_ng_evictions(): what the statement kind gives, as tuples, each
- *	  function filling the columns its SQL declares, by name
- *	  (resultcols.c).  Privileges and the row form: docs/design.md,
- *	  "Privileges" and "What a reader sees".
- *
- * Locking: none taken here.  Each row is built and stored right after
- * pgss_ng_stmt_read copied its entry, the partition lock still shared.
+ *	  filling the columns its SQL declares (resultcols.c).  docs/design.md,
+ *	  "Privileges" and "What a reader sees".  No lock taken here: each row
+ *	  is built right after the read copied its entry.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,19 +36,12 @@ PG_FUNCTION_INFO_V1(pgss_ng_detail);
 PG_FUNCTION_INFO_V1(pgss_ng_evicted);
 PG_FUNCTION_INFO_V1(pgss_ng_evictions);
 
-/*
- * number of output columns of pgss_ng(): key and text, time groups, sums,
- * stats_since and minmax_stats_since, own counters
- */
+/* pgss_ng()'s columns: key, text, time groups, sums, since, own counters */
 #define PGSS_NG_COLS \
 	(5 + 6 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + 2 + \
 	 PGSS_NG_NUM_OWN_COUNTERS)
 
-/*
- * number of output columns of pgss_ng_detail(): pgss_ng()'s, then
- * last_executed, quantiles, CPU times, wait times, plans_seen and
- * last_plan_change
- */
+/* pgss_ng_detail()'s: pgss_ng()'s, last run, quantiles, CPU, waits, plans */
 #define PGSS_NG_DETAIL_COLS \
 	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
 	 2 * PGSS_NG_NUMPHASE + PGSS_NG_WAIT_NGROUPS + 2)
@@ -157,9 +146,8 @@ counter_datum_NUMERIC(uint64 v)
 
 /*
  * PUT_COUNTER
- *		X macro for PGSS_NG_SUM_COUNTERS / PGSS_NG_OWN_COUNTERS: emit counter
- *		name of c (a PgssNgCounters *) into values[i++], NULL where this
- *		build cannot measure it.  Uses the caller's values, nulls, i and c.
+ *		X macro: counter name of c into values[i++], NULL where this build
+ *		cannot measure it (the caller's values, nulls, i and c).
  */
 #define PUT_COUNTER(name, ctype, sqltype, measured) \
 	if (measured) \
@@ -169,8 +157,7 @@ counter_datum_NUMERIC(uint64 v)
 
 /*
  * put_time_columns
- *		Emit the calls/total/min/max/mean/stddev group of one phase (plan
- *		or exec).  Times in ms.  Returns the next column index.
+ *		calls, total, min, max, mean, stddev (ms) of one phase; next index.
  */
 static int
 put_time_columns(Datum *values, int i, const PgssNgTimeStats *t)
@@ -186,9 +173,8 @@ put_time_columns(Datum *values, int i, const PgssNgTimeStats *t)
 
 /*
  * put_quantile_columns
- *		Emit the time quantiles of one phase (ms), NULL when its histogram
- *		is empty (no call since the last reset).  Returns the next column
- *		index.
+ *		The time quantiles of one phase (ms), NULL when its histogram is
+ *		empty.  Returns the next column index.
  */
 static int
 put_quantile_columns(Datum *values, bool *nulls, int i, const double *q)
@@ -207,9 +193,8 @@ put_quantile_columns(Datum *values, bool *nulls, int i, const double *q)
 
 /*
  * put_cpu_columns
- *		Emit the user and system CPU time (ms) of one phase, NULL when no
- *		call of it was sampled (pgss_ng.track_cpu off).  Returns the next
- *		column index.
+ *		User and system CPU time (ms) of one phase, NULL when no call of it
+ *		was sampled.  Returns the next column index.
  */
 static int
 put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
@@ -243,12 +228,9 @@ typedef struct ReadRows
 
 /*
  * put_identity_columns
- *		Emit userid, dbid, toplevel, queryid and query: the last two only
- *		for the role's own statements or with the privileges of
- *		pg_read_all_stats; the text in the database's encoding, each
- *		character that has no equivalent there substituted (convert.c:
- *		one role's text never makes a read fail).  Returns the next column
- *		index.
+ *		userid, dbid, toplevel, queryid and query (the last two for the
+ *		role's own statements or with pg_read_all_stats's privileges; the
+ *		text converted: convert.c).  Returns the next column index.
  */
 static int
 put_identity_columns(Datum *values, bool *nulls, int i,
@@ -290,9 +272,8 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 
 /*
  * put_wait_columns
- *		Emit the wait time columns (ms: samples x pgss_ng.wait_sample_period)
- *		of the samples per type, NULL while sampling is off (no period to
- *		weigh them with).  Returns the next column index.
+ *		Wait times (ms: samples x pgss_ng.wait_sample_period) by type, NULL
+ *		while sampling is off.  Returns the next column index.
  */
 static int
 put_wait_columns(Datum *values, bool *nulls, int i, const uint64 *samples)
@@ -313,12 +294,10 @@ put_wait_columns(Datum *values, bool *nulls, int i, const uint64 *samples)
 
 /*
  * put_row
- *		pgss_ng_stmt_read emit function: one row of pgss_ng(), with
- *		pgss_ng_detail()'s columns if declared (rr->detail), for an entry,
- *		with the declared columns (rr->result), put in the result's
- *		tuplestore.  Runs with a partition lock of the statement kind held
- *		shared (see pgss_ng_stmt_read).  Memory: the tuplestore's; a
- *		converted text in CurrentMemoryContext.
+ *		pgss_ng_stmt_read's emit function: an entry's row of pgss_ng(), with
+ *		pgss_ng_detail()'s columns if rr->detail, into the tuplestore.  A
+ *		partition lock is held shared.  Memory: a converted text in
+ *		CurrentMemoryContext.
  */
 static void
 put_row(const PgssNgStmtSnapshot *es, void *arg)
@@ -385,11 +364,9 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 
 /*
  * read_rows_start
- *		Begin a read of statement rows for the calling role: check that the
- *		library is loaded, note the caller's privileges and encoding and
- *		the "<insufficient privilege>" text (memory context: the caller's),
- *		and make the result's tuplestore.  The caller then sets detail,
- *		showtext and rowform, which start false/NULL.
+ *		Begin a read of statement rows: check the library, note the caller's
+ *		privileges and encoding, make the tuplestore (the caller sets
+ *		detail, showtext and rowform).
  */
 static void
 read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
@@ -407,16 +384,11 @@ read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
 
 /*
  * pgss_ng_views_statements
- *		The body of pgss_ng(), pgss_ng_detail() and pgss_ng_compat's
- *		pg_stat_statements(): one row per entry with calls, plans or
- *		errors > 0 (with PGSS_NG_VIEWS_EXECUTED: calls or plans > 0; see
- *		put_row for the columns, and the functions' comments), with the
- *		columns the calling SQL declares (by name, through aliases: see
- *		pgss_ng_result_map; pgss_ng_detail's own are made only when one of
- *		them is declared); with changed_since (a second argument) not NULL,
- *		only the entries changed at or after it.  A NULL showtext returns
- *		no rows, as a strict function would.  Errors: library not
- *		preloaded; a declared column that the library does not make.
+ *		The body of pgss_ng(), pgss_ng_detail() and pg_stat_statements(): a
+ *		row per entry with calls, plans or errors (PGSS_NG_VIEWS_EXECUTED:
+ *		calls or plans), changed at or after changed_since if not NULL, none
+ *		for a NULL showtext; the declared columns, by name through aliases.
+ *		Errors: not preloaded; a declared column the library does not make.
  */
 Datum
 pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
@@ -454,15 +426,11 @@ pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
 
 /*
  * pgss_ng
- *		pgss_ng(showtext, changed_since): SETOF record, one row per entry
- *		with calls, plans or errors > 0; with changed_since not NULL, only
- *		the entries changed (created or updated by a flush, a min/max reset
- *		or a restore) at or after it.  Columns as pg_stat_statements 1.12
- *		(PostgreSQL 18) on every server version, NULL where the server
- *		cannot measure a counter (its "measured" flag in
- *		PGSS_NG_SUM_COUNTERS), then pgss_ng's own: errors,
- *		error_exec_time.  The caller's own pending counters are flushed
- *		first, so a session always sees its own finished statements.  See
+ *		pgss_ng(showtext, changed_since): pg_stat_statements 1.12's columns
+ *		on every version (NULL where the server cannot measure a counter),
+ *		then errors and error_exec_time; changed_since keeps the entries
+ *		created or updated (flush, min/max reset, restore) at or after it.
+ *		The caller's pending counters are flushed first.  See
  *		pgss_ng_views_statements.
  */
 Datum
@@ -473,10 +441,8 @@ pgss_ng(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_detail
- *		pgss_ng_detail(showtext, changed_since): pgss_ng()'s rows with more
- *		columns: last_executed (NULL when no execution was recorded), exec
- *		and plan time quantiles, exec and plan CPU times, wait times.  See
- *		pgss_ng_views_statements.
+ *		pgss_ng_detail(showtext, changed_since): pgss_ng()'s rows, then
+ *		last_executed, time quantiles, CPU times and wait times.
  */
 Datum
 pgss_ng_detail(PG_FUNCTION_ARGS)
@@ -509,14 +475,11 @@ StaticAssertDecl(lengthof(evicted_columns) == PGSS_NG_EVICTED_COLS,
 
 /*
  * pgss_ng_evicted
- *		pgss_ng_evicted(): SETOF record, one row per (userid, dbid,
- *		toplevel) of the evicted remainder (stmt_evicted.c): the columns of
- *		pgss_ng that add up, summed over the evicted entries, then entries
- *		and evicted_since, then the wait times.  A role without the
- *		privileges of
- *		pg_read_all_stats sees only its own rows; the overflow rows (userid
- *		and dbid NULL) only such roles see.  Errors: library not preloaded;
- *		a declared column that the library does not make.
+ *		pgss_ng_evicted(): a row per (userid, dbid, toplevel) of the evicted
+ *		remainder: pgss_ng's columns that add up, entries, evicted_since,
+ *		wait times.  Another role's rows and the overflow rows need
+ *		pg_read_all_stats's privileges.  Errors: not preloaded; a declared
+ *		column the library does not make.
  */
 Datum
 pgss_ng_evicted(PG_FUNCTION_ARGS)
@@ -581,12 +544,9 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_evictions
- *		pgss_ng_evictions(): SETOF record, the eviction log, oldest first:
- *		userid, dbid, toplevel, queryid, query (the start of the text),
- *		calls, total_exec_time, stats_since, evicted_at.  queryid and query
- *		of other roles' entries as in pgss_ng (put_identity_columns).
- *		Errors: library not preloaded; a declared column that the library
- *		does not make.
+ *		pgss_ng_evictions(): the eviction log, oldest first (the start of
+ *		each text); queryid and query as in pgss_ng.  Errors: not
+ *		preloaded; a declared column the library does not make.
  */
 Datum
 pgss_ng_evictions(PG_FUNCTION_ARGS)
