@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * settings_mirror.c
- *	  pg_stat_statements' settings under its names, for the catalogs and
- *	  tools of a DBA coming from it: unless pg_stat_statements itself is
- *	  preloaded, pg_stat_statements.max, .track, .track_utility,
- *	  .track_planning and .save are defined as contrib defines them (type,
- *	  values, default, context) and set the pgss_ng setting of the same
- *	  name.  Of the two names' values, the one in effect is the one set at
- *	  the more specific level (GucSource order); at the same level, in a
- *	  session the one set last, elsewhere pgss_ng's.  Each value carries
- *	  where and when it was set as its GUC extra, which the GUC stack keeps
- *	  with it, so the choice follows every unwind; the owner of the
- *	  setting reads the value in effect from its own variable.
- *
- * Locking: none (the GUC machinery's, per process).
+ *	  pg_stat_statements' settings under its names, unless it is preloaded
+ *	  itself: pg_stat_statements.max, .track, .track_utility,
+ *	  .track_planning and .save, defined as pg_stat_statements defines them,
+ *	  set pgss_ng's of the same name; the one in effect is chosen by the
+ *	  level each was set at, carried as its GUC extra through every unwind.
+ *	  docs/design.md, "The compat objects".  No lock.
  *
  *-------------------------------------------------------------------------
  */
