@@ -130,7 +130,7 @@ discard_unpublished(PgssNgKind *kind, dsa_pointer body,
 					PgssNgBodyHeader *hdr)
 {
 	pg_atomic_write_u32(&hdr->refcount, 0);
-	hdr->removed = PGSS_NG_REMOVED_BY_RESET;
+	hdr->removed = PGSS_NG_REMOVAL_RESET;
 	kind_free_body(kind, body, hdr);
 }
 
@@ -172,7 +172,7 @@ insert_guarded(void *arg)
  *		Admit, allocate, initialize and publish a body for ca->key, with no
  *		global lock (docs/design.md, "Life of an entry"): the dshash insert
  *		settles a race for the key, whose loser takes the winner's entry
- *		(PGSS_NG_EXISTS).  PGSS_NG_FULL at the backstop, PGSS_NG_OUT_OF_MEMORY
+ *		(PGSS_NG_CREATE_EXISTS).  PGSS_NG_CREATE_FULL at the backstop, PGSS_NG_CREATE_OUT_OF_MEMORY
  *		when memory ran out or the back-off lasts.  The caller holds no lock
  *		of this layer but maybe <name>_dealloc shared (a restore).  An ERROR
  *		from init or mapping propagates, the body given back first.
@@ -189,18 +189,18 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	PgssNgEvictNode *node;
 
 	if (!admit_body(kind))
-		return PGSS_NG_FULL;
+		return PGSS_NG_CREATE_FULL;
 
 	body = alloc_body(kind, &np);
 	if (!DsaPointerIsValid(body))
 	{
 		pg_atomic_fetch_sub_u32(&ctl->entries_allocated, 1);
-		return PGSS_NG_OUT_OF_MEMORY;
+		return PGSS_NG_CREATE_OUT_OF_MEMORY;
 	}
 
 	hdr = dsa_get_address(kind->area, body);
 	LWLockInitialize(&hdr->lock, ctl->entry_tranche);
-	hdr->removed = PGSS_NG_LIVE;
+	hdr->removed = PGSS_NG_REMOVAL_NONE;
 	pg_atomic_init_u32(&hdr->refcount, ca->want_ref ? 2 : 1);
 	hdr->generation = pg_atomic_fetch_add_u64(&ctl->next_generation, 1);
 	hdr->usage_time = GetCurrentTimestamp();
@@ -235,7 +235,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 	{
 		/* not published; the guard released every LWLock */
 		discard_unpublished(kind, body, hdr);
-		return PGSS_NG_OUT_OF_MEMORY;
+		return PGSS_NG_CREATE_OUT_OF_MEMORY;
 	}
 
 	tail = HASH_TAIL(kind, ca->he);
@@ -248,7 +248,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 			pg_atomic_fetch_add_u32(&(*hdr_out)->refcount, 1);
 		dshash_release_lock(kind->hash, ca->he);
 		discard_unpublished(kind, body, hdr);
-		return PGSS_NG_EXISTS;
+		return PGSS_NG_CREATE_EXISTS;
 	}
 	tail->body = body;
 
@@ -266,7 +266,7 @@ create_body(PgssNgKind *kind, CreateArgs *ca,
 
 	*body_out = body;
 	*hdr_out = hdr;
-	return PGSS_NG_CREATED;
+	return PGSS_NG_CREATE_NEW;
 }
 
 /*
@@ -291,9 +291,9 @@ kind_lookup_or_create(PgssNgKind *kind, const void *key,
 	PgssNgCreateResult r;
 
 	if (find_ref(kind, key, want_ref, body_out, hdr_out))
-		return PGSS_NG_EXISTS;
+		return PGSS_NG_CREATE_EXISTS;
 
-	pgss_ng_kind_evict(kind);
+	pgss_ng_kind_run_eviction(kind);
 	r = create_body(kind, &ca, body_out, hdr_out);
 
 	/*
@@ -302,15 +302,15 @@ kind_lookup_or_create(PgssNgKind *kind, const void *key,
 	 * evicts what was past max when it began): wait for the run in
 	 * progress, evict, and try once more, rather than drop the count.
 	 */
-	if (r == PGSS_NG_FULL &&
+	if (r == PGSS_NG_CREATE_FULL &&
 		pg_atomic_read_u32(&kind->ctl->entries_live) > (uint32) kind_max(kind))
 	{
 		LWLockAcquire(kind->dealloc_lock, LW_SHARED);
 		LWLockRelease(kind->dealloc_lock);
-		pgss_ng_kind_evict(kind);
+		pgss_ng_kind_run_eviction(kind);
 		r = create_body(kind, &ca, body_out, hdr_out);
 	}
-	if (r == PGSS_NG_FULL)
+	if (r == PGSS_NG_CREATE_FULL)
 		pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips, 1);
 	return r;
 }
@@ -330,8 +330,8 @@ pgss_ng_kind_create(PgssNgKind *kind, const void *key,
 
 	r = kind_lookup_or_create(kind, key, init, arg, false, 1.0, &body,
 							  &hdr);
-	if (r == PGSS_NG_CREATED)
-		pgss_ng_kind_evict(kind);
+	if (r == PGSS_NG_CREATE_NEW)
+		pgss_ng_kind_run_eviction(kind);
 	return r;
 }
 
@@ -364,7 +364,7 @@ pgss_ng_kind_restore_end(PgssNgKind *kind)
  * pgss_ng_kind_restore
  *		Create an entry read back from disk, with the usage it was saved
  *		with (so eviction ranks it as before the restart), or return
- *		PGSS_NG_EXISTS if a backend made it first.  Between
+ *		PGSS_NG_CREATE_EXISTS if a backend made it first.  Between
  *		pgss_ng_kind_restore_begin and _end.  Unlike pgss_ng_kind_create()
  *		it never evicts, for max or for room: a restore stops at max
  *		records (writer.c), and what the kind's memory cannot hold its init
@@ -384,9 +384,9 @@ pgss_ng_kind_restore(PgssNgKind *kind, const void *key,
 
 	Assert(LWLockHeldByMeInMode(kind->dealloc_lock, LW_SHARED));
 	if (find_ref(kind, key, false, &body, &hdr))
-		return PGSS_NG_EXISTS;
+		return PGSS_NG_CREATE_EXISTS;
 	r = create_body(kind, &ca, &body, &hdr);
-	if (r == PGSS_NG_FULL)
+	if (r == PGSS_NG_CREATE_FULL)
 		pg_atomic_fetch_add_u64(&kind->ctl->backstop_skips, 1);
 	return r;
 }

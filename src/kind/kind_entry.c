@@ -51,7 +51,7 @@ pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 														pending_hash(kind, key),
 														HASH_FIND, NULL);
 
-		if (pe != NULL && PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_LIVE)
+		if (pe != NULL && PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_REMOVAL_NONE)
 			return true;
 	}
 
@@ -111,7 +111,7 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
 			return false;
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 	}
-	if (ref->hdr->removed != PGSS_NG_LIVE)
+	if (ref->hdr->removed != PGSS_NG_REMOVAL_NONE)
 	{
 		ref->removed = ref->hdr->removed;
 		LWLockRelease(lock);
@@ -162,12 +162,12 @@ flush_one(PgssNgKind *kind, void *pe, bool force)
 {
 	PgssNgEntryRef *ref = PENDING_REF(kind, pe);
 
-	ref->removed = PGSS_NG_LIVE;
+	ref->removed = PGSS_NG_REMOVAL_NONE;
 	if (!kind->desc->flush_pending_cb(ref, !force) &&
-		ref->removed == PGSS_NG_LIVE)
+		ref->removed == PGSS_NG_REMOVAL_NONE)
 		return false;
 
-	if (ref->removed == PGSS_NG_REMOVED_BY_EVICTION &&
+	if (ref->removed == PGSS_NG_REMOVAL_EVICTION &&
 		kind->desc->discard_pending_cb)
 		kind->desc->discard_pending_cb(ref);
 
@@ -209,7 +209,7 @@ find_live_pending(PgssNgKind *kind, const void *key, uint32 hash)
 									 NULL);
 	if (pe == NULL)
 		return NULL;
-	if (PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_LIVE)
+	if (PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_REMOVAL_NONE)
 		return pe;
 	flush_one(kind, pe, true);
 	return NULL;
@@ -254,7 +254,7 @@ keep_pending(PgssNgKind *kind, void *pe, uint32 hash, dsa_pointer body,
 	ref->hdr = hdr;
 	ref->pinned = true;
 	ref->created = false;
-	ref->removed = PGSS_NG_LIVE;
+	ref->removed = PGSS_NG_REMOVAL_NONE;
 	ref->flush_time = 0;
 	ref->hash = hash;
 	dlist_push_tail(&kind->pending_list, &ref->node);
@@ -279,7 +279,7 @@ pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key)
 	pe = hash_search_with_hash_value(kind->pending, key,
 									 pending_hash(kind, key), HASH_FIND,
 									 NULL);
-	if (pe == NULL || PENDING_REF(kind, pe)->hdr->removed != PGSS_NG_LIVE)
+	if (pe == NULL || PENDING_REF(kind, pe)->hdr->removed != PGSS_NG_REMOVAL_NONE)
 		return NULL;
 	return PENDING_DATA(kind, pe);
 }
@@ -288,9 +288,9 @@ pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key)
  * pgss_ng_kind_lock_key
  *		Lock key's shared entry, without waiting, for a change made at once,
  *		making it if needed (init, arg as for pgss_ng_kind_create), into the
- *		caller's ref.  PGSS_NG_KEY_LOCKED: locked (ref->shared_data,
- *		ref->flush_time), release with _unlock_key(); PGSS_NG_KEY_BUSY: ref
- *		holds a reference instead, for _keep_pending(); PGSS_NG_KEY_FAILED:
+ *		caller's ref.  PGSS_NG_LOCK_KEY_LOCKED: locked (ref->shared_data,
+ *		ref->flush_time), release with _unlock_key(); PGSS_NG_LOCK_KEY_BUSY: ref
+ *		holds a reference instead, for _keep_pending(); PGSS_NG_LOCK_KEY_FAILED:
  *		nothing held.  An existing entry costs one lookup and no reference
  *		(its partition lock keeps the body until the entry lock is held).
  *		Errors: those of mapping and creation; call under the guard.
@@ -308,7 +308,7 @@ pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
 	ref->pending_since = 0;
 	ref->pinned = false;
 	ref->created = false;
-	ref->removed = PGSS_NG_LIVE;
+	ref->removed = PGSS_NG_REMOVAL_NONE;
 
 	he = dshash_find(kind->hash, key, false);
 	if (likely(he != NULL))
@@ -322,33 +322,33 @@ pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
 		}
 		dshash_release_lock(kind->hash, he);
 		if (ref->pinned)
-			return PGSS_NG_KEY_BUSY;
+			return PGSS_NG_LOCK_KEY_BUSY;
 	}
 	else
 	{
 		r = kind_lookup_or_create(kind, key, init, arg, true, 1.0,
 								  &ref->body, &ref->hdr);
-		if (r == PGSS_NG_FULL || r == PGSS_NG_OUT_OF_MEMORY)
-			return PGSS_NG_KEY_FAILED;
+		if (r == PGSS_NG_CREATE_FULL || r == PGSS_NG_CREATE_OUT_OF_MEMORY)
+			return PGSS_NG_LOCK_KEY_FAILED;
 		ref->pinned = true;
-		ref->created = r == PGSS_NG_CREATED;
+		ref->created = r == PGSS_NG_CREATE_NEW;
 		if (!LWLockConditionalAcquire(&ref->hdr->lock, LW_EXCLUSIVE))
-			return PGSS_NG_KEY_BUSY;
-		if (ref->hdr->removed != PGSS_NG_LIVE)
+			return PGSS_NG_LOCK_KEY_BUSY;
+		if (ref->hdr->removed != PGSS_NG_REMOVAL_NONE)
 		{
 			/* gone already: its pending data's flush discards it */
 			LWLockRelease(&ref->hdr->lock);
-			return PGSS_NG_KEY_BUSY;
+			return PGSS_NG_LOCK_KEY_BUSY;
 		}
 	}
 	ref->shared_data = PgssNgSharedData(ref->hdr);
 	ref->flush_time = GetCurrentTimestamp();
-	return PGSS_NG_KEY_LOCKED;
+	return PGSS_NG_LOCK_KEY_LOCKED;
 }
 
 /*
  * pgss_ng_kind_unlock_key
- *		After pgss_ng_kind_lock_key() returned PGSS_NG_KEY_LOCKED: add uses
+ *		After pgss_ng_kind_lock_key() returned PGSS_NG_LOCK_KEY_LOCKED: add uses
  *		to the entry's usage and release its lock (as
  *		pgss_ng_kind_unlock_entry); for a new entry, evict if its creation
  *		took live entries past max (or its text the arena past its mark)
@@ -362,14 +362,14 @@ pgss_ng_kind_unlock_key(PgssNgEntryRef *ref, double uses)
 	pgss_ng_kind_unlock_entry(ref, uses);
 	/* while the reference keeps the new entry from being the victim */
 	if (ref->created)
-		pgss_ng_kind_evict(ref->kind);
+		pgss_ng_kind_run_eviction(ref->kind);
 	if (ref->pinned)
 		kind_release_ref(ref->kind, ref->body, ref->hdr);
 }
 
 /*
  * pgss_ng_kind_keep_pending
- *		After pgss_ng_kind_lock_key() returned PGSS_NG_KEY_BUSY: make the
+ *		After pgss_ng_kind_lock_key() returned PGSS_NG_LOCK_KEY_BUSY: make the
  *		reference ref holds this backend's pending entry for its key, with
  *		its pending data zeroed as pgss_ng_kind_get_pending() zeroes it,
  *		for the next flush.  This backend holds no live pending data for
@@ -407,7 +407,7 @@ pgss_ng_kind_keep_pending(PgssNgEntryRef *ref)
 	memset(kept->pending, 0, kind->desc->pending_zeroed > 0 ?
 		   kind->desc->pending_zeroed : kind->desc->pending_size);
 	if (ref->created)
-		pgss_ng_kind_evict(kind);
+		pgss_ng_kind_run_eviction(kind);
 	return kept;
 }
 
@@ -428,7 +428,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	void	   *pe;
 	bool		found;
 	PgssNgEntryRef *ref;
-	PgssNgCreateResult r = PGSS_NG_OUT_OF_MEMORY;
+	PgssNgCreateResult r = PGSS_NG_CREATE_OUT_OF_MEMORY;
 	dsa_pointer body;
 	PgssNgBodyHeader *hdr;
 	uint32		hash = pending_hash(kind, key);
@@ -457,7 +457,7 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 	}
 	PG_END_TRY();
 
-	if (r == PGSS_NG_FULL || r == PGSS_NG_OUT_OF_MEMORY)
+	if (r == PGSS_NG_CREATE_FULL || r == PGSS_NG_CREATE_OUT_OF_MEMORY)
 	{
 		hash_search_with_hash_value(kind->pending, key, hash, HASH_REMOVE,
 									NULL);
@@ -469,8 +469,8 @@ pgss_ng_kind_get_pending(PgssNgKind *kind, const void *key,
 		   kind->desc->pending_zeroed : kind->desc->pending_size);
 
 	/* only now: an ERROR in eviction must find the reference recorded */
-	if (r == PGSS_NG_CREATED)
-		pgss_ng_kind_evict(kind);
+	if (r == PGSS_NG_CREATE_NEW)
+		pgss_ng_kind_run_eviction(kind);
 
 	return ref;
 }

@@ -241,7 +241,7 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 	 * partition lock held exclusively no reference can be taken now, so
 	 * this test is exact.
 	 */
-	if (reason == PGSS_NG_REMOVED_BY_EVICTION &&
+	if (reason == PGSS_NG_REMOVAL_EVICTION &&
 		pg_atomic_read_u32(&hdr->refcount) > 1)
 	{
 		dshash_release_lock(kind->hash, he);
@@ -252,7 +252,7 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 	dshash_delete_entry(kind->hash, he);
 	queue_unlink(kind, np);
 	/* final: out of the hash, and nobody held a reference (above) */
-	if (reason == PGSS_NG_REMOVED_BY_EVICTION && kind->desc->evicted_cb)
+	if (reason == PGSS_NG_REMOVAL_EVICTION && kind->desc->evicted_cb)
 		kind->desc->evicted_cb(kind, PgssNgNodeKey(node),
 							   PgssNgSharedData(hdr));
 	/* the node goes with the body's chunk */
@@ -442,7 +442,7 @@ requeue_examined(PgssNgKind *kind, EvictExam *ex)
 }
 
 /*
- * pgss_ng_kind_evict
+ * pgss_ng_kind_run_eviction
  *		Evict the least valuable entries the queue shows: down to max less
  *		PGSS_NG_EVICT_PERCENT percent when live entries exceed max, or, when
  *		needs_room_cb says the kind's memory is past its high-water mark,
@@ -452,7 +452,7 @@ requeue_examined(PgssNgKind *kind, EvictExam *ex)
  *		of memory (the caller's guard releases the locks).
  */
 void
-pgss_ng_kind_evict(PgssNgKind *kind)
+pgss_ng_kind_run_eviction(PgssNgKind *kind)
 {
 	PgssNgKindControl *ctl = kind->ctl;
 	int			max = kind_max(kind);
@@ -523,7 +523,7 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 		/* the key goes with the body: hash it first */
 		h = kind_ghost_hash(kind,
 							PgssNgNodeKey(NODE(kind, ex.cands[i].node)));
-		if (kind_remove_node(kind, ex.cands[i].node, PGSS_NG_REMOVED_BY_EVICTION))
+		if (kind_remove_node(kind, ex.cands[i].node, PGSS_NG_REMOVAL_EVICTION))
 		{
 			kind_ghost_remember(kind, h, ex.cands[i].value, ex.now);
 			ex.cands[i].node = InvalidDsaPointer;

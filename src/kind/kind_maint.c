@@ -80,7 +80,7 @@ pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg,
 		dsa_pointer next = node->next;
 
 		if ((match == NULL || match(PgssNgNodeKey(node), arg)) &&
-			kind_remove_node(kind, np, PGSS_NG_REMOVED_BY_RESET))
+			kind_remove_node(kind, np, PGSS_NG_REMOVAL_RESET))
 			nremoved++;
 		np = next;
 	}
