@@ -100,14 +100,11 @@ next_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 /*
  * pgss_ng_ExecutorStart
- *		Ask the executor for instrumentation of tracked statements; the
- *		Instrumentation lives in the query's memory context.  An ERROR in
- *		the executor's start-up counts as a failed execution (its frame
- *		noted by the abort, frames.c).  With pgss_ng.track_cpu, the
- *		execution's CPU time is counted from before its start-up
- *		(pg_stat_kcache counts ExecutorStart to ExecutorEnd), only while
- *		the executor runs it (measure.c).  In a parallel worker: its CPU
- *		time, for its leader (pgss_ng_cpu_worker_start).
+ *		Ask for the instrumentation of a tracked statement (in the query's
+ *		context); an ERROR in the start-up counts a failure (noted by the
+ *		abort).  With track_cpu, CPU time counts from before the start-up,
+ *		as pg_stat_kcache counts it.  In a parallel worker: its CPU time,
+ *		for its leader.
  */
 static void
 pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
@@ -179,14 +176,11 @@ run_frame(QueryDesc *queryDesc)
 
 /*
  * pgss_ng_ExecutorRun / pgss_ng_ExecutorFinish
- *		Run the next hook one nesting level deeper, the execution's CPU time
- *		counting meanwhile when it is timed (measure.c).  For a tracked
- *		statement, a run that ends in an ERROR (e.g. from an AFTER trigger
- *		in ExecutorFinish) counts as a failed execution, its earlier runs'
- *		time included, before the ERROR is re-thrown.  Its key is published
- *		for the wait sampler meanwhile (the span total_exec_time measures),
- *		but not during the ExecutorFinish of a SELECT, which runs no
- *		trigger.
+ *		Run the next hook a nesting level deeper, CPU time counting when
+ *		timed.  For a tracked statement an ERROR (e.g. an AFTER trigger's)
+ *		counts a failure, its earlier runs' time included, and its key is
+ *		published for the wait sampler meanwhile (not in a SELECT's
+ *		ExecutorFinish, which runs no trigger).
  */
 static void
 pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
@@ -349,7 +343,8 @@ pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
 		s.parallel = NULL;
 #endif
 		s.cpu = NULL;
-		s.planid = pgss_ng_planid_exec(queryDesc, pgss_ng_exec_nested_level == 0);
+		s.planid = pgss_ng_planid_exec(queryDesc,
+									   pgss_ng_exec_nested_level == 0);
 
 		f = exec_frame(&frame, PGSS_NG_FRAME_END, queryDesc);
 		if (f != NULL)

@@ -57,9 +57,9 @@ typedef struct PgssNgEntryRef
 /* result of pgss_ng_kind_lock_key */
 typedef enum PgssNgLockKey
 {
-	PGSS_NG_LOCK_KEY_LOCKED,			/* the entry lock is held */
-	PGSS_NG_LOCK_KEY_BUSY,			/* busy: a reference is held instead */
-	PGSS_NG_LOCK_KEY_FAILED			/* no entry could be made */
+	PGSS_NG_LOCK_KEY_LOCKED,	/* the entry lock is held */
+	PGSS_NG_LOCK_KEY_BUSY,		/* busy: a reference is held instead */
+	PGSS_NG_LOCK_KEY_FAILED		/* no entry could be made */
 } PgssNgLockKey;
 
 /*
@@ -150,10 +150,10 @@ typedef struct PgssNgKindDesc
 	/*
 	 * Optional: whether memory the kind data owns (e.g. a query text
 	 * arena) is short, so that eviction should run even with live entries
-	 * at or below max (pgss_ng_kind_run_eviction).  With starting, whether it is
-	 * past its high-water mark (start evicting); without, whether it is
-	 * still past its low-water mark (go on evicting): the gap between the
-	 * two makes evictions for room come in batches.  Called often, with no
+	 * at or below max (pgss_ng_kind_run_eviction).  With starting, whether
+	 * it is past its high-water mark (start evicting); without, whether it
+	 * is still past its low-water mark (go on evicting): the gap between
+	 * the two makes evictions for room come in batches.  Called often, with no
 	 * lock of this layer or with <name>_dealloc held; must be cheap and
 	 * must not raise an ERROR.
 	 */
@@ -174,10 +174,10 @@ typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
 /* result of pgss_ng_kind_create */
 typedef enum PgssNgCreateResult
 {
-	PGSS_NG_CREATE_EXISTS,				/* somebody else created it first */
+	PGSS_NG_CREATE_EXISTS,		/* somebody else created it first */
 	PGSS_NG_CREATE_NEW,
-	PGSS_NG_CREATE_FULL,				/* the backstop was reached */
-	PGSS_NG_CREATE_OUT_OF_MEMORY		/* shared memory could not be allocated */
+	PGSS_NG_CREATE_FULL,		/* the backstop was reached */
+	PGSS_NG_CREATE_OUT_OF_MEMORY	/* shared memory could not be allocated */
 } PgssNgCreateResult;
 
 /*

@@ -172,10 +172,11 @@ insert_guarded(void *arg)
  *		Admit, allocate, initialize and publish a body for ca->key, with no
  *		global lock (docs/design.md, "Life of an entry"): the dshash insert
  *		settles a race for the key, whose loser takes the winner's entry
- *		(PGSS_NG_CREATE_EXISTS).  PGSS_NG_CREATE_FULL at the backstop, PGSS_NG_CREATE_OUT_OF_MEMORY
- *		when memory ran out or the back-off lasts.  The caller holds no lock
- *		of this layer but maybe <name>_dealloc shared (a restore).  An ERROR
- *		from init or mapping propagates, the body given back first.
+ *		(PGSS_NG_CREATE_EXISTS).  PGSS_NG_CREATE_FULL at the backstop,
+ *		PGSS_NG_CREATE_OUT_OF_MEMORY when memory ran out or the back-off
+ *		lasts.  The caller holds no lock of this layer but maybe
+ *		<name>_dealloc shared (a restore).  An ERROR from init or mapping
+ *		propagates, the body given back first.
  */
 static PgssNgCreateResult
 create_body(PgssNgKind *kind, CreateArgs *ca,
@@ -362,14 +363,11 @@ pgss_ng_kind_restore_end(PgssNgKind *kind)
 
 /*
  * pgss_ng_kind_restore
- *		Create an entry read back from disk, with the usage it was saved
- *		with (so eviction ranks it as before the restart), or return
- *		PGSS_NG_CREATE_EXISTS if a backend made it first.  Between
- *		pgss_ng_kind_restore_begin and _end.  Unlike pgss_ng_kind_create()
- *		it never evicts, for max or for room: a restore stops at max
- *		records (writer.c), and what the kind's memory cannot hold its init
- *		callback drops, rather than evicting entries restored a moment ago.
- *		Errors: those of create_body.
+ *		Create an entry read back from disk with its saved usage, or return
+ *		PGSS_NG_CREATE_EXISTS if a backend made it first; between
+ *		pgss_ng_kind_restore_begin and _end.  Never evicts: a restore stops
+ *		at max records, and the init callback drops what the kind's memory
+ *		cannot hold rather than evict entries just restored.
  */
 PgssNgCreateResult
 pgss_ng_kind_restore(PgssNgKind *kind, const void *key,

@@ -51,7 +51,8 @@ pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 														pending_hash(kind, key),
 														HASH_FIND, NULL);
 
-		if (pe != NULL && PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_REMOVAL_NONE)
+		if (pe != NULL &&
+			PENDING_REF(kind, pe)->hdr->removed == PGSS_NG_REMOVAL_NONE)
 			return true;
 	}
 
@@ -64,15 +65,11 @@ pgss_ng_kind_exists(PgssNgKind *kind, const void *key)
 
 /*
  * pgss_ng_kind_pending_limit
- *		Pending entries (each holding a reference) this backend may hold
- *		before an early flush: desc->max_pending, but at most this
- *		backend's share of half the backstop's headroom (backstop - max,
- *		shared by the attached backends).  A referenced entry cannot be
- *		evicted, so the references of all backends together stay within
- *		half the headroom, and eviction keeps the bodies below the
- *		backstop however many backends hold pending counts.  0: no share
- *		at all, count straight into the shared entry (pgss_ng_kind_push).
- *		Atomic reads; no lock.
+ *		Pending entries (each a reference) this backend may hold before an
+ *		early flush: desc->max_pending, at most its share of half the
+ *		backstop's headroom among attached backends, so that entries pinned
+ *		by references never push eviction past the backstop.  0: count
+ *		straight into the shared entry.  Atomic reads; no lock.
  */
 int
 pgss_ng_kind_pending_limit(PgssNgKind *kind)
@@ -123,15 +120,11 @@ pgss_ng_kind_lock_entry(PgssNgEntryRef *ref, bool nowait)
 
 /*
  * pgss_ng_kind_unlock_entry
- *		After a flush callback merged ref's pending data: add uses (the
- *		uses the pending data represents) to the entry's usage, its value
- *		for eviction, decayed to the flush's time (ref->flush_time, read
- *		by pgss_ng_kind_lock_entry), and release the entry lock taken by
- *		pgss_ng_kind_lock_entry().  Within PGSS_NG_USAGE_DECAY_STEP_US of
- *		its last decay (or before it: a clock read just before ours in
- *		another backend) the uses are added to the usage as it stands, to
- *		decay from that time: a hot entry's flushes compute the decay
- *		once per step, not each.
+ *		After a flush callback merged ref's pending data: add its uses to the
+ *		entry's usage decayed to ref->flush_time, and release the entry
+ *		lock.  Within PGSS_NG_USAGE_DECAY_STEP_US of the last decay (or
+ *		before it) the uses are added without decaying: a hot entry
+ *		computes the decay once per step.
  */
 void
 pgss_ng_kind_unlock_entry(PgssNgEntryRef *ref, double uses)
@@ -279,21 +272,21 @@ pgss_ng_kind_find_pending(PgssNgKind *kind, const void *key)
 	pe = hash_search_with_hash_value(kind->pending, key,
 									 pending_hash(kind, key), HASH_FIND,
 									 NULL);
-	if (pe == NULL || PENDING_REF(kind, pe)->hdr->removed != PGSS_NG_REMOVAL_NONE)
+	if (pe == NULL ||
+		PENDING_REF(kind, pe)->hdr->removed != PGSS_NG_REMOVAL_NONE)
 		return NULL;
 	return PENDING_DATA(kind, pe);
 }
 
 /*
  * pgss_ng_kind_lock_key
- *		Lock key's shared entry, without waiting, for a change made at once,
- *		making it if needed (init, arg as for pgss_ng_kind_create), into the
- *		caller's ref.  PGSS_NG_LOCK_KEY_LOCKED: locked (ref->shared_data,
- *		ref->flush_time), release with _unlock_key(); PGSS_NG_LOCK_KEY_BUSY: ref
- *		holds a reference instead, for _keep_pending(); PGSS_NG_LOCK_KEY_FAILED:
- *		nothing held.  An existing entry costs one lookup and no reference
- *		(its partition lock keeps the body until the entry lock is held).
- *		Errors: those of mapping and creation; call under the guard.
+ *		Lock key's shared entry without waiting, making it if needed (init,
+ *		arg as for pgss_ng_kind_create), into the caller's ref:
+ *		_LOCKED: locked (ref->shared_data, ref->flush_time), release with
+ *		_unlock_key(); _BUSY: ref holds a reference instead, for
+ *		_keep_pending(); _FAILED: nothing held.  An existing entry costs one
+ *		lookup, no reference (its partition lock keeps the body until the
+ *		entry lock is held).  Call under the guard.
  */
 PgssNgLockKey
 pgss_ng_kind_lock_key(PgssNgKind *kind, const void *key,
@@ -369,14 +362,10 @@ pgss_ng_kind_unlock_key(PgssNgEntryRef *ref, double uses)
 
 /*
  * pgss_ng_kind_keep_pending
- *		After pgss_ng_kind_lock_key() returned PGSS_NG_LOCK_KEY_BUSY: make the
- *		reference ref holds this backend's pending entry for its key, with
- *		its pending data zeroed as pgss_ng_kind_get_pending() zeroes it,
- *		for the next flush.  This backend holds no live pending data for
- *		the key (pgss_ng_kind_find_pending).  Memory: the pending hash.
- *		Errors: out of memory, and those of flushing (a pending entry of
- *		the key whose entry was removed is flushed away first); the
- *		reference is released first.
+ *		After PGSS_NG_LOCK_KEY_BUSY: make ref's reference this backend's
+ *		pending entry for its key (none live before), its pending data
+ *		zeroed, for the next flush.  Memory: the pending hash.  Errors: out
+ *		of memory and those of flushing; the reference is released first.
  */
 PgssNgEntryRef *
 pgss_ng_kind_keep_pending(PgssNgEntryRef *ref)

@@ -118,13 +118,10 @@ queue_push_front(PgssNgKind *kind, dsa_pointer first, dsa_pointer last)
 
 /*
  * kind_take_new
- *		Move the stack of new nodes to the front of the eviction queue,
- *		newest first.  The stack is walked (setting each node's prev, which
- *		nobody else reads) before it is taken with a compare-and-exchange;
- *		nodes pushed meanwhile are walked in turn, down to the part already
- *		walked.  So an ERROR while mapping a node leaves the stack whole,
- *		and once it is taken only pointer writes to mapped nodes remain.
- *		Costs one step per entry created since the last call.
+ *		Move the stack of new nodes to the queue's front, newest first: the
+ *		stack is walked (setting prev) before a compare-and-exchange takes
+ *		it, nodes pushed meanwhile walked in turn, so an ERROR while mapping
+ *		leaves it whole.  One step per entry created since the last call.
  *		<name>_dealloc held.
  */
 void
@@ -350,15 +347,11 @@ exam_offer(EvictExam *ex, const EvictCandidate *c)
 
 /*
  * examine_queue
- *		Examine up to budget entries from the eviction queue's front and
- *		keep (decayed usage, generation, node) of the keep least valuable
- *		ones nobody holds a reference to (a bounded heap, PostgreSQL's
- *		binaryheap), counting the referenced ones.  Reads refcount and
- *		usage without a lock (a heuristic may read a value a flush is
- *		updating); the queue's bodies cannot be freed meanwhile: their
- *		entries are in the hash, and only the holder of <name>_dealloc
- *		removes them.  Memory: CurrentMemoryContext.  Errors: out of
- *		memory.
+ *		From the queue's front, examine up to budget entries and keep the
+ *		keep least valuable unreferenced ones (a bounded binaryheap),
+ *		counting the referenced.  Refcount and usage are read without a
+ *		lock; the bodies cannot be freed meanwhile (only the holder of
+ *		<name>_dealloc removes).  Memory: CurrentMemoryContext.
  */
 static void
 examine_queue(PgssNgKind *kind, EvictExam *ex, int keep, int budget)

@@ -45,14 +45,11 @@ kind_release_locks_or_rethrow(void)
 
 /*
  * swallow_error
- *		Turn the ERROR being handled into a LOG line ("<kind name> could
- *		not <what>: <message>") and clear it, after releasing the locks (or
- *		re-throwing: kind_release_locks_or_rethrow).  The line is
- *		rate-limited per "what" (errlimit.c: at most one per
- *		PGSS_NG_ERRLIMIT_INTERVAL_MS per kind, with the count of those
- *		suppressed); an out-of-memory ERROR starts the kind's allocation
- *		back-off (alloc_body in kind_create.c then does not even try).  Memory:
- *		switches back to oldcxt; the error data is freed.
+ *		Turn the ERROR being handled into a rate-limited LOG line ("<kind
+ *		name> could not <what>: <message>") and clear it, after releasing
+ *		the locks (or re-throwing: kind_release_locks_or_rethrow); out of
+ *		memory starts the allocation back-off.  Memory: back to oldcxt, the
+ *		error data freed.
  */
 static void
 swallow_error(PgssNgKind *kind, MemoryContext oldcxt, const char *what)

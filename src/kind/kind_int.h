@@ -69,9 +69,9 @@ typedef struct PgssNgGhostSet
 /* Whether, and why, an entry was removed from the hash. */
 typedef enum PgssNgRemoval
 {
-	PGSS_NG_REMOVAL_NONE = 0,			/* in the hash */
-	PGSS_NG_REMOVAL_RESET,			/* removed by a reset */
-	PGSS_NG_REMOVAL_EVICTION			/* removed by eviction */
+	PGSS_NG_REMOVAL_NONE = 0,	/* in the hash */
+	PGSS_NG_REMOVAL_RESET,		/* removed by a reset */
+	PGSS_NG_REMOVAL_EVICTION	/* removed by eviction */
 } PgssNgRemoval;
 
 /*

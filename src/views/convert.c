@@ -149,13 +149,11 @@ convert_with_substitutes(PgssNgConvert *cv, Oid proc, const char *text,
 
 /*
  * pgss_ng_convert_text
- *		The text (len bytes in encoding, valid there, no NUL) as the
- *		reader's database shows it: text itself when it needs no change
- *		(the same encoding, a SQL_ASCII reader, or SQL_ASCII bytes valid in
- *		the reader's encoding), else the converted text in cv's buffer,
- *		valid until the next call; its length in *outlen.  Never raises an
- *		ERROR but out of memory.  Memory: cv's buffers grow in the context
- *		that was current at pgss_ng_convert_init.
+ *		The text (len bytes in encoding, valid, no NUL) as the reader's
+ *		database shows it: text itself when unchanged, else the converted
+ *		text in cv's buffer until the next call; its length in *outlen.  No
+ *		ERROR but out of memory.  Memory: the context current at
+ *		pgss_ng_convert_init.
  */
 const char *
 pgss_ng_convert_text(PgssNgConvert *cv, const char *text, int len,

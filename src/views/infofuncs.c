@@ -56,16 +56,12 @@ pgss_ng_reset(PG_FUNCTION_ARGS)
 }
 
 /*
- * pgss_ng_info
- *		One row of extension-wide counters: dealloc, stats_reset, entries,
- *		dropped, entries_allocated, entries_max, backstop_skips,
- *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
- *		entries_evicted, eviction_time (see README); qtext_bytes,
- *		qtext_count and qtext_dropped are NULL for roles without the
- *		privileges of pg_read_all_stats.  The body of pgss_ng_info() and of
- *		pgss_ng_compat's pg_stat_statements_info(), whose columns are its
- *		first two.  Errors: library not preloaded; a declared column that
- *		the library does not make.
+ * pgss_ng_views_info
+ *		One row of extension-wide counters (docs/reference.md), the body of
+ *		pgss_ng_info() and of pg_stat_statements_info() (its first two
+ *		columns); the qtext_ columns but the limit are NULL without
+ *		pg_read_all_stats's privileges.  Errors: not preloaded; a declared
+ *		column the library does not make.
  */
 Datum
 pgss_ng_views_info(FunctionCallInfo fcinfo)
