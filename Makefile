@@ -17,10 +17,13 @@ OBJS = \
 	src/compat/settings_mirror.o \
 	src/compat/compat_sqlfuncs.o \
 	src/hooks/hooks.o \
+	src/hooks/hooks_exec.o \
 	src/hooks/frames.o \
 	src/hooks/measure.o \
 	src/hooks/planid.o \
 	src/views/sqlfuncs.o \
+	src/views/infofuncs.o \
+	src/views/histfuncs.o \
 	src/views/rowform.o \
 	src/views/convert.o \
 	src/views/plansfuncs.o \
@@ -50,8 +53,11 @@ OBJS = \
 	src/stmt/hist_store.o \
 	src/stmt/normalize.o \
 	src/kind/kind_shmem.o \
+	src/kind/kind_create.o \
 	src/kind/kind_entry.o \
 	src/kind/kind_evict.o \
+	src/kind/kind_free.o \
+	src/kind/kind_ghost.o \
 	src/kind/kind_guard.o \
 	src/kind/kind_maint.o \
 	src/kind/errlimit.o

@@ -19,8 +19,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGSS_NG_COMPAT_H
-#define PGSS_NG_COMPAT_H
+#ifndef PGSS_NG_PGVER_H
+#define PGSS_NG_PGVER_H
 
 #include "access/sdir.h"
 #include "executor/execdesc.h"
@@ -268,4 +268,4 @@
 #define PGSS_NG_HAVE_EXPLAIN_STATE_H	0
 #endif
 
-#endif							/* PGSS_NG_COMPAT_H */
+#endif							/* PGSS_NG_PGVER_H */

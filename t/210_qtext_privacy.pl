@@ -13,7 +13,7 @@
 # query_text_memory = 256kB.  bob (unprivileged) fills the arena to the
 # brim while eviction cannot make room: his session A, driven by gdb, is
 # stopped inside its first eviction for room (at candidate_cmp, in the
-# sort that pgss_ng_kind_evict runs holding pgss_ng_dealloc), and every
+# sort that pgss_ng_kind_run_eviction runs holding pgss_ng_dealloc), and every
 # other backend, finding that lock taken, skips eviction.  bob's other
 # session stores 200 texts of about 2 kB, then one each of every padding
 # length from 1024 bytes down to none: afterwards no text as long as a

@@ -15,7 +15,7 @@
 #                   pgss_ng_reset() frees that entry and releases the same
 #                   text: it needs the same partition lock.
 #   pgss_ng_dealloc candidate_cmp, the comparator of the sort that
-#                   pgss_ng_kind_evict() runs holding the dealloc lock
+#                   pgss_ng_kind_run_eviction() runs holding the dealloc lock
 #                   (pgss_ng.max is lowered to 100 with ~150 entries, the
 #                   writer evicts down to 95, then A's new statements take
 #                   the table past 100: A evicts); B first makes a new
@@ -276,8 +276,8 @@ FROM generate_series(1, 13) i, generate_series(1, 12) j \gexec
 		last SCENARIO
 		  unless ok(stopped_in($g, 'candidate_cmp'),
 			'dealloc: A stopped in candidate_cmp');
-		like(gdb_bt($g), qr/pgss_ng_kind_evict/,
-			'dealloc: called by pgss_ng_kind_evict');
+		like(gdb_bt($g), qr/pgss_ng_kind_run_eviction/,
+			'dealloc: called by pgss_ng_kind_run_eviction');
 
 		# B, tracked, makes a new entry past max: its eviction finds the
 		# dealloc lock busy and its statement goes on.

@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * compat_sqlfuncs.c
- *	  The functions of pgss_ng_compat (from its version 1.1): this server
- *	  version's pg_stat_statements(showtext), pg_stat_statements_info()
- *	  and pg_stat_statements_reset(...), served from pgss_ng's reads and
- *	  reset.
- *
- * Written in C, as contrib's are, so that they have no SQL body: nothing
- * in them is looked up by name, neither when the extension is created
- * (where search_path starts with its target schema) nor when they are
- * called.  Their columns are those the install script declares (this
- * server's pg_stat_statements version), taken by name from pgss_ng's;
- * the reset is guarded by EXECUTE on it alone, as contrib's.
- *
- * Locking: see views/sqlfuncs.c.
+ *	  pgss_ng_compat's functions (from its 1.1): this server version's
+ *	  pg_stat_statements(showtext), _info() and _reset(...), served from
+ *	  pgss_ng's reads and reset (views/sqlfuncs.h).  In C, as
+ *	  pg_stat_statements' are, so that nothing in them is looked up by name
+ *	  at creation or call; their columns are those the install script
+ *	  declares, taken by name; the reset is guarded by EXECUTE on it alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,10 +24,10 @@ PG_FUNCTION_INFO_V1(pgss_ng_compat_reset);
 /*
  * pgss_ng_compat_statements
  *		pg_stat_statements(showtext): SETOF record, pgss_ng()'s rows of the
- *		entries planned or executed at least once (contrib has no row for
- *		a statement whose executions all failed), with the declared
- *		columns.  1.10's blk_read_time and blk_write_time (PostgreSQL 15
- *		and 16) are pgss_ng's shared_blk_read_time and
+ *		entries planned or executed at least once (pg_stat_statements has
+ *		no row for a statement whose executions all failed), with the
+ *		declared columns.  1.10's blk_read_time and blk_write_time
+ *		(PostgreSQL 15 and 16) are pgss_ng's shared_blk_read_time and
  *		shared_blk_write_time, which hold those servers' shared and local
  *		block times together.
  */

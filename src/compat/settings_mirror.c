@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * settings_mirror.c
- *	  pg_stat_statements' settings under its names, for the catalogs and
- *	  tools of a DBA coming from it: unless pg_stat_statements itself is
- *	  preloaded, pg_stat_statements.max, .track, .track_utility,
- *	  .track_planning and .save are defined as contrib defines them (type,
- *	  values, default, context) and set the pgss_ng setting of the same
- *	  name.  Of the two names' values, the one in effect is the one set at
- *	  the more specific level (GucSource order); at the same level, in a
- *	  session the one set last, elsewhere pgss_ng's.  Each value carries
- *	  where and when it was set as its GUC extra, which the GUC stack keeps
- *	  with it, so the choice follows every unwind; the owner of the
- *	  setting reads the value in effect from its own variable.
- *
- * Locking: none (the GUC machinery's, per process).
+ *	  pg_stat_statements' settings under its names, unless it is preloaded
+ *	  itself: pg_stat_statements.max, .track, .track_utility,
+ *	  .track_planning and .save, defined as pg_stat_statements defines them,
+ *	  set pgss_ng's of the same name; the one in effect is chosen by the
+ *	  level each was set at, carried as its GUC extra through every unwind.
+ *	  docs/design.md, "The compat objects".  No lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,7 +36,7 @@ typedef struct Side
 } Side;
 
 #define OWN		0				/* the pgss_ng.* name */
-#define CONTRIB 1				/* the pg_stat_statements.* name */
+#define MIRROR 1				/* the pg_stat_statements.* name */
 
 /* A pgss_ng setting and pg_stat_statements' name for it. */
 typedef struct Pair
@@ -96,8 +89,8 @@ assign_side(PgssNgPaired which, int side, int value, void *extra)
 {
 	Pair	   *p = &pairs[which];
 	const Side *own = &p->side[OWN];
-	const Side *con = &p->side[CONTRIB];
-	bool		contrib_wins;
+	const Side *con = &p->side[MIRROR];
+	bool		mirror_wins;
 	int			v;
 
 	p->side[side].value = value;
@@ -110,11 +103,11 @@ assign_side(PgssNgPaired which, int side, int value, void *extra)
 	}
 
 	if (con->at.source != own->at.source)
-		contrib_wins = con->at.source > own->at.source;
+		mirror_wins = con->at.source > own->at.source;
 	else
-		contrib_wins = con->at.source == PGC_S_SESSION &&
+		mirror_wins = con->at.source == PGC_S_SESSION &&
 			con->at.seq > own->at.seq;
-	v = contrib_wins ? con->value : own->value;
+	v = mirror_wins ? con->value : own->value;
 	if (p->effective_bool != NULL)
 		*p->effective_bool = v != 0;
 	else if (p->effective_int != NULL)
@@ -159,9 +152,9 @@ id##_assign_own(ctype newval, void *extra) \
 	assign_side(which, OWN, (int) newval, extra); \
 } \
 static void \
-id##_assign_contrib(ctype newval, void *extra) \
+id##_assign_mirror(ctype newval, void *extra) \
 { \
-	assign_side(which, CONTRIB, (int) newval, extra); \
+	assign_side(which, MIRROR, (int) newval, extra); \
 } \
 static const char * \
 id##_show(void) \
@@ -196,7 +189,7 @@ static const struct
 	save_show},
 };
 
-#define CONTRIB_LONG_DESC \
+#define MIRROR_LONG_DESC \
 	"pg_stat_statements is not loaded.  Of this and the pgss_ng setting, " \
 	"the value set at the more specific level is in effect; at the same " \
 	"level, in a session the one set last, elsewhere the pgss_ng setting."
@@ -218,7 +211,7 @@ pair_init(PgssNgPaired which, int *effective_int, bool *effective_bool,
 	p->effective_bool = effective_bool;
 	p->largest = INT_MAX;
 	p->boot = boot;
-	for (side = OWN; side <= CONTRIB; side++)
+	for (side = OWN; side <= MIRROR; side++)
 	{
 		p->side[side].value = boot;
 		p->side[side].at.source = PGC_S_DEFAULT;
@@ -281,12 +274,12 @@ pgss_ng_define_paired_bool(PgssNgPaired which, const char *name,
 }
 
 /*
- * contrib_preloaded
+ * pg_stat_statements_preloaded
  *		Is pg_stat_statements in shared_preload_libraries (by name, with or
  *		without a directory or file suffix), before or after pgss_ng?
  */
 static bool
-contrib_preloaded(void)
+pg_stat_statements_preloaded(void)
 {
 	char	   *raw = pstrdup(shared_preload_libraries_string);
 	List	   *libs;
@@ -325,50 +318,50 @@ pgss_ng_settings_mirror_init(void)
 {
 	Pair	   *p;
 
-	if (contrib_preloaded())
+	if (pg_stat_statements_preloaded())
 		return;
 
 	p = &pairs[PGSS_NG_PAIRED_MAX];
 	DefineCustomIntVariable("pg_stat_statements.max",
 							"Sets pgss_ng.max under pg_stat_statements' name.",
-							CONTRIB_LONG_DESC,
-							&p->var_int[CONTRIB],
+							MIRROR_LONG_DESC,
+							&p->var_int[MIRROR],
 							p->boot, 100, INT_MAX / 2,
 							PGC_POSTMASTER, 0,
-							max_check, max_assign_contrib, max_show);
+							max_check, max_assign_mirror, max_show);
 	p = &pairs[PGSS_NG_PAIRED_TRACK];
 	DefineCustomEnumVariable("pg_stat_statements.track",
 							 "Sets pgss_ng.track under pg_stat_statements' name.",
-							 CONTRIB_LONG_DESC,
-							 &p->var_int[CONTRIB],
+							 MIRROR_LONG_DESC,
+							 &p->var_int[MIRROR],
 							 p->boot, p->options,
 							 PGC_SUSET, 0,
-							 track_check, track_assign_contrib, track_show);
+							 track_check, track_assign_mirror, track_show);
 	p = &pairs[PGSS_NG_PAIRED_TRACK_UTILITY];
 	DefineCustomBoolVariable("pg_stat_statements.track_utility",
 							 "Sets pgss_ng.track_utility under pg_stat_statements' name.",
-							 CONTRIB_LONG_DESC,
-							 &p->var_bool[CONTRIB],
+							 MIRROR_LONG_DESC,
+							 &p->var_bool[MIRROR],
 							 p->boot != 0,
 							 PGC_SUSET, 0,
-							 track_utility_check, track_utility_assign_contrib,
+							 track_utility_check, track_utility_assign_mirror,
 							 track_utility_show);
 	p = &pairs[PGSS_NG_PAIRED_TRACK_PLANNING];
 	DefineCustomBoolVariable("pg_stat_statements.track_planning",
 							 "Sets pgss_ng.track_planning under pg_stat_statements' name.",
-							 CONTRIB_LONG_DESC,
-							 &p->var_bool[CONTRIB],
+							 MIRROR_LONG_DESC,
+							 &p->var_bool[MIRROR],
 							 p->boot != 0,
 							 PGC_SUSET, 0,
 							 track_planning_check,
-							 track_planning_assign_contrib,
+							 track_planning_assign_mirror,
 							 track_planning_show);
 	p = &pairs[PGSS_NG_PAIRED_SAVE];
 	DefineCustomBoolVariable("pg_stat_statements.save",
 							 "Sets pgss_ng.save under pg_stat_statements' name.",
-							 CONTRIB_LONG_DESC,
-							 &p->var_bool[CONTRIB],
+							 MIRROR_LONG_DESC,
+							 &p->var_bool[MIRROR],
 							 p->boot != 0,
 							 PGC_SIGHUP, 0,
-							 save_check, save_assign_contrib, save_show);
+							 save_check, save_assign_mirror, save_show);
 }

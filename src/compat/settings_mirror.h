@@ -10,8 +10,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGSS_NG_CONTRIB_GUCS_H
-#define PGSS_NG_CONTRIB_GUCS_H
+#ifndef PGSS_NG_SETTINGS_MIRROR_H
+#define PGSS_NG_SETTINGS_MIRROR_H
 
 #include "utils/guc.h"
 
@@ -40,4 +40,4 @@ extern void pgss_ng_define_paired_bool(PgssNgPaired which, const char *name,
 									   bool boot, GucContext context);
 extern void pgss_ng_settings_mirror_init(void);
 
-#endif							/* PGSS_NG_CONTRIB_GUCS_H */
+#endif							/* PGSS_NG_SETTINGS_MIRROR_H */

@@ -1,31 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * hooks.c
- *	  The hooks that feed the statement kind, and their GUCs
- *	  (pgss_ng.track, track_utility, track_planning).
- *
- * The hooks decide *what* is recorded exactly as the server's own
- * pg_stat_statements does (1.10 on PostgreSQL 15 and 16, 1.11 on 17, 1.12
- * on 18: same nesting rules, same treatment of utility statements,
- * PREPARE/EXECUTE/DEALLOCATE, planning; where these differ by version,
- * pgver.h says how), so that counts and normalized texts agree;
- * stmt_kind.c decides *how* (pending counters, flushed at the end of each
- * top-level statement).
- *
- * Beyond pg_stat_statements, each hook call that runs a tracked statement
- * pushes a failure frame (frames.h: a few stores): an ERROR passing
- * through the hook's PG_CATCH, where it has one (the PG_TRY blocks
- * pg_stat_statements has), or an abort the call leaves open, counts one
- * failed execution of the statement (frames.c).  The calls of a tracked
- * statement read the clock as pg_stat_statements' do, plus once at
- * ExecutorStart and at planning (the time of a failure there).  With
- * pgss_ng.track_cpu off and no execution timed, no CPU function is called.
- * ExecutorRun, ExecutorFinish (of a statement with triggers or a modifying
- * CTE) and a tracked utility statement also publish the statement's key
- * for the wait sampler while they run (pgss_ng_waits_push / _pop,
- * stmt/waits.h).
- *
- * Locking: the hooks take no lock themselves; see kind.h and stmt_kind.c.
+ *	  The parse analysis, planner and utility hooks (the executor's are in
+ *	  hooks_exec.c) and the GUCs pgss_ng.track, track_utility and
+ *	  track_planning.  They decide *what* is recorded as the server's
+ *	  pg_stat_statements does (pgver.h: where versions differ), push failure
+ *	  frames and publish the running key for the wait sampler; no lock.
+ *	  docs/design.md, "The hooks, and pg_stat_statements 1.10".
  *
  *-------------------------------------------------------------------------
  */
@@ -46,23 +27,16 @@
 #include "stmt/qtext.h"
 #include "frames.h"
 #include "hooks.h"
+#include "hooks_int.h"
 #include "planid.h"
 #include "stmt/stmt_kind.h"
 #include "stmt/waits.h"
-
-/* Values of pgss_ng.track */
-typedef enum PgssNgTrackLevel
-{
-	PGSS_NG_TRACK_NONE,
-	PGSS_NG_TRACK_TOP,
-	PGSS_NG_TRACK_ALL
-} PgssNgTrackLevel;
 
 /*
  * GUCs read by the hooks: the values in effect of pgss_ng.track, ... and
  * of pg_stat_statements' names for them (settings_mirror.c)
  */
-static int	pgss_ng_track = PGSS_NG_TRACK_TOP;
+int			pgss_ng_track = PGSS_NG_TRACK_TOP;
 static bool pgss_ng_track_utility = true;
 static bool pgss_ng_track_planning = false;
 
@@ -75,23 +49,13 @@ static const struct config_enum_entry track_options[] =
 };
 
 /* Nesting depth of executor / utility calls, and of planner calls. */
-static int	exec_nested_level = 0;
+int			pgss_ng_exec_nested_level = 0;
 static int	plan_nested_level = 0;
 
 /* Saved hook values */
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
-static ExecutorRun_hook_type prev_ExecutorRun = NULL;
-static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
-static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
-/* Is a statement at this nesting level tracked? */
-#define pgss_ng_enabled(level) \
-	(!IsParallelWorker() && \
-	 (pgss_ng_track == PGSS_NG_TRACK_ALL || \
-	  (pgss_ng_track == PGSS_NG_TRACK_TOP && (level) == 0)))
 
 /*
  * Utility statements whose execution is charged elsewhere: EXECUTE to the
@@ -111,19 +75,6 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 #define pgss_ng_bumps_level_untimed(n) \
 	(PGSS_NG_ONE_NESTING_LEVEL && \
 	 !IsA(n, ExecuteStmt) && !IsA(n, PrepareStmt))
-
-/*
- * stmt_start
- *		At the start of a tracked statement's call: the first of the
- *		backend, or the first after failures were noted, goes through
- *		pgss_ng_stmt_flush_failures() (exit sequence, merge of the notes).
- */
-static inline void
-stmt_start(void)
-{
-	if (unlikely(pgss_ng_stmt_attention))
-		pgss_ng_stmt_flush_failures();
-}
 
 /*
  * frame_source
@@ -147,10 +98,6 @@ static void pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 static PlannedStmt *pgss_ng_planner(Query *parse, const char *query_string,
 									int cursorOptions,
 									ParamListInfo boundParams);
-static void pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags);
-static void pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS);
-static void pgss_ng_ExecutorFinish(QueryDesc *queryDesc);
-static void pgss_ng_ExecutorEnd(QueryDesc *queryDesc);
 static void pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								   bool readOnlyTree,
 								   ProcessUtilityContext context,
@@ -185,14 +132,7 @@ pgss_ng_hooks_init(void)
 	post_parse_analyze_hook = pgss_ng_post_parse_analyze;
 	prev_planner_hook = planner_hook;
 	planner_hook = pgss_ng_planner;
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = pgss_ng_ExecutorStart;
-	prev_ExecutorRun = ExecutorRun_hook;
-	ExecutorRun_hook = pgss_ng_ExecutorRun;
-	prev_ExecutorFinish = ExecutorFinish_hook;
-	ExecutorFinish_hook = pgss_ng_ExecutorFinish;
-	prev_ExecutorEnd = ExecutorEnd_hook;
-	ExecutorEnd_hook = pgss_ng_ExecutorEnd;
+	pgss_ng_exec_hooks_init();
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = pgss_ng_ProcessUtility;
 }
@@ -230,7 +170,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 	/* another statement's work begins: stop the idle CPU runs */
 	pgss_ng_cpu_other_call();
 
-	if (!pgss_ng_stmt_ready() || !pgss_ng_enabled(exec_nested_level))
+	if (!pgss_ng_stmt_ready() || !pgss_ng_enabled(pgss_ng_exec_nested_level))
 		return;
 
 	if (query->utilityStmt && pgss_ng_track_utility &&
@@ -253,7 +193,7 @@ pgss_ng_post_parse_analyze(ParseState *pstate, Query *query,
 			.query_location = query->stmt_location,
 			.query_len = query->stmt_len,
 			.queryid = query->queryId,
-			.toplevel = exec_nested_level == 0,
+			.toplevel = pgss_ng_exec_nested_level == 0,
 			.jstate = jstate,
 		};
 
@@ -316,17 +256,11 @@ next_planner_nested(int *level, Query *parse, const char *query_string,
 
 /*
  * pgss_ng_planner
- *		For a tracked statement (query string, non-zero queryId): push a
- *		failure frame around the planning (frames.h), and time it when
- *		track_planning is on.  Duration in ms; buffer and WAL usage of the
- *		planning itself.  An ERROR raised while planning counts as a failed
- *		execution of the statement: noted in the PG_CATCH of the raised
- *		level where there is one, else by the abort (frames.c).
- *
- * While planning, the planner level is raised (from PostgreSQL 17 the one
- * nesting level, timed or not; before, the planner level while timed; see
- * pgver.h), so that functions evaluated by the planner are not top-level
- * statements.
+ *		For a tracked statement (query string, non-zero queryId): a failure
+ *		frame around the planning, timed (ms, its buffer and WAL usage) with
+ *		track_planning.  A level is raised meanwhile (from 17 the one
+ *		nesting level, timed or not; before, the planner level while timed:
+ *		pgver.h), so that functions the planner evaluates are not top-level.
  */
 static PlannedStmt *
 pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
@@ -340,20 +274,20 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 	int			frame;
 
 	if (!(pgss_ng_stmt_ready() &&
-		  pgss_ng_enabled(plan_nested_level + exec_nested_level) &&
+		  pgss_ng_enabled(plan_nested_level + pgss_ng_exec_nested_level) &&
 		  query_string && parse->queryId != UINT64CONST(0)))
 	{
 		pgss_ng_cpu_other_call();
 		if (PGSS_NG_ONE_NESTING_LEVEL)
-			return next_planner_nested(&exec_nested_level, parse,
+			return next_planner_nested(&pgss_ng_exec_nested_level, parse,
 									   query_string, cursorOptions,
 									   boundParams);
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 	}
 
-	stmt_start();
+	pgss_ng_hooks_stmt_start();
 	timed = pgss_ng_track_planning;
-	level = PGSS_NG_ONE_NESTING_LEVEL ? &exec_nested_level :
+	level = PGSS_NG_ONE_NESTING_LEVEL ? &pgss_ng_exec_nested_level :
 		timed ? &plan_nested_level : NULL;
 	if (timed)
 		pgss_ng_measure_start(&m);
@@ -361,7 +295,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 		pgss_ng_cpu_other_call();
 	frame = pgss_ng_frame_push(&f,
 							   level ? PGSS_NG_FRAME_TIMED : PGSS_NG_FRAME_PLAN,
-							   exec_nested_level == 0);
+							   pgss_ng_exec_nested_level == 0);
 	frame_source(f, parse->queryId, query_string, parse->stmt_location,
 				 parse->stmt_len);
 	if (f != NULL)
@@ -404,7 +338,7 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 			.query_location = parse->stmt_location,
 			.query_len = parse->stmt_len,
 			.queryid = parse->queryId,
-			.toplevel = exec_nested_level == 0,
+			.toplevel = pgss_ng_exec_nested_level == 0,
 			.phase = PGSS_NG_PHASE_PLAN,
 		};
 
@@ -416,352 +350,14 @@ pgss_ng_planner(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
- * exec_tracked
- *		Does this executor call run a statement that ExecutorEnd will
- *		record (at the current nesting level)?
- */
-static inline bool
-exec_tracked(QueryDesc *queryDesc)
-{
-	return pgss_ng_stmt_ready() &&
-		queryDesc->plannedstmt->queryId != UINT64CONST(0) &&
-		queryDesc->totaltime && pgss_ng_enabled(exec_nested_level);
-}
-
-/*
- * exec_frame
- *		Push the failure frame of an executor call of a tracked statement
- *		that notes no failure where the ERROR passes (ExecutorStart,
- *		ExecutorEnd), with its subtransaction for the abort (frames.c).
- *		Returns the frame (NULL: past the frames kept).
- */
-static inline PgssNgFrame *
-exec_frame(int *frame, PgssNgFrameKind kind, QueryDesc *queryDesc)
-{
-	PgssNgFrame *f;
-
-	*frame = pgss_ng_frame_push(&f, kind, exec_nested_level == 0);
-	if (f != NULL)
-	{
-		f->queryDesc = queryDesc;
-		f->subid = GetCurrentSubTransactionId();
-	}
-	return f;
-}
-
-/*
- * next_ExecutorStart
- *		Call the next ExecutorStart hook, or the standard function.
- */
-static void
-next_ExecutorStart(QueryDesc *queryDesc, int eflags)
-{
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
-}
-
-/*
- * pgss_ng_ExecutorStart
- *		Ask the executor for instrumentation of tracked statements; the
- *		Instrumentation lives in the query's memory context.  An ERROR in
- *		the executor's start-up counts as a failed execution (its frame
- *		noted by the abort, frames.c).  With pgss_ng.track_cpu, the
- *		execution's CPU time is counted from before its start-up
- *		(pg_stat_kcache counts ExecutorStart to ExecutorEnd), only while
- *		the executor runs it (measure.c).  In a parallel worker: its CPU
- *		time, for its leader (pgss_ng_cpu_worker_start).
- */
-static void
-pgss_ng_ExecutorStart(QueryDesc *queryDesc, int eflags)
-{
-	bool		cpu;
-	PgssNgCpuTime start;
-	PgssNgFrame *f;
-	int			frame;
-
-	if (IsParallelWorker())
-	{
-		pgss_ng_cpu_worker_start(queryDesc);
-		next_ExecutorStart(queryDesc, eflags);
-		return;
-	}
-
-	if (!(pgss_ng_stmt_ready() && pgss_ng_enabled(exec_nested_level) &&
-		  queryDesc->plannedstmt->queryId != UINT64CONST(0)))
-	{
-		pgss_ng_cpu_other_call();
-		next_ExecutorStart(queryDesc, eflags);
-		return;
-	}
-
-	stmt_start();
-	cpu = pgss_ng_cpu_enabled();
-	if (cpu)
-		pgss_ng_cpu_exec_starting(&start);
-	else
-		pgss_ng_cpu_other_call();
-	f = exec_frame(&frame, PGSS_NG_FRAME_START, queryDesc);
-	if (f != NULL)
-		INSTR_TIME_SET_CURRENT(f->start);
-	next_ExecutorStart(queryDesc, eflags);
-	pgss_ng_frame_pop(frame);
-
-	if (queryDesc->totaltime == NULL)
-	{
-		MemoryContext oldcxt;
-
-		oldcxt = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
-		queryDesc->totaltime = InstrAlloc(1, INSTRUMENT_ALL, false);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	if (cpu)
-		pgss_ng_cpu_exec_started(queryDesc, &start);
-}
-
-/*
- * run_frame
- *		Push the failure frame of an ExecutorRun or ExecutorFinish of a
- *		tracked statement, whose time the execution's totaltime gives;
- *		-1 for another statement's.
- */
-static inline int
-run_frame(QueryDesc *queryDesc)
-{
-	PgssNgFrame *f;
-	int			frame;
-
-	if (!exec_tracked(queryDesc))
-		return -1;
-	frame = pgss_ng_frame_push(&f, PGSS_NG_FRAME_EXEC,
-							   exec_nested_level == 0);
-	if (f != NULL)
-		f->queryDesc = queryDesc;
-	return frame;
-}
-
-/*
- * pgss_ng_ExecutorRun / pgss_ng_ExecutorFinish
- *		Run the next hook one nesting level deeper, the execution's CPU time
- *		counting meanwhile when it is timed (measure.c).  For a tracked
- *		statement, a run that ends in an ERROR (e.g. from an AFTER trigger
- *		in ExecutorFinish) counts as a failed execution, its earlier runs'
- *		time included, before the ERROR is re-thrown.  Its key is published
- *		for the wait sampler meanwhile (the span total_exec_time measures),
- *		but not during the ExecutorFinish of a SELECT, which runs no
- *		trigger.
- */
-static void
-pgss_ng_ExecutorRun(PGSS_NG_EXECUTOR_RUN_PARAMS)
-{
-	int			frame = run_frame(queryDesc);
-	int			waitkey = frame >= 0 ?
-		pgss_ng_waits_push(queryDesc->plannedstmt->queryId, GetUserId(),
-						   exec_nested_level) : -1;
-
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_enter(queryDesc);
-	exec_nested_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorRun)
-			prev_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
-		else
-			standard_ExecutorRun(PGSS_NG_EXECUTOR_RUN_ARGS);
-	}
-	PG_CATCH();
-	{
-		exec_nested_level--;
-		pgss_ng_waits_pop(waitkey);
-		if (frame >= 0)
-			pgss_ng_frame_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	exec_nested_level--;
-	pgss_ng_waits_pop(waitkey);
-	if (frame >= 0)
-		pgss_ng_frame_pop(frame);
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_leave(queryDesc);
-}
-
-static void
-pgss_ng_ExecutorFinish(QueryDesc *queryDesc)
-{
-	int			frame = run_frame(queryDesc);
-	int			waitkey = frame >= 0 &&
-		(queryDesc->operation != CMD_SELECT ||
-		 queryDesc->plannedstmt->hasModifyingCTE) ?
-		pgss_ng_waits_push(queryDesc->plannedstmt->queryId, GetUserId(),
-						   exec_nested_level) : -1;
-
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_enter(queryDesc);
-	exec_nested_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorFinish)
-			prev_ExecutorFinish(queryDesc);
-		else
-			standard_ExecutorFinish(queryDesc);
-	}
-	PG_CATCH();
-	{
-		exec_nested_level--;
-		pgss_ng_waits_pop(waitkey);
-		if (frame >= 0)
-			pgss_ng_frame_failed(frame);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	exec_nested_level--;
-	pgss_ng_waits_pop(waitkey);
-	if (frame >= 0)
-		pgss_ng_frame_pop(frame);
-	if (pgss_ng_cpu_timing())
-		pgss_ng_cpu_exec_leave(queryDesc);
-}
-
-/*
- * next_ExecutorEnd
- *		Call the next ExecutorEnd hook, or the standard function.
- */
-static void
-next_ExecutorEnd(QueryDesc *queryDesc)
-{
-	if (prev_ExecutorEnd)
-		prev_ExecutorEnd(queryDesc);
-	else
-		standard_ExecutorEnd(queryDesc);
-}
-
-/*
- * pgss_ng_ExecutorEnd
- *		Record the execution (time in ms, rows, buffers, WAL, JIT, from
- *		PostgreSQL 18 parallel workers, and CPU time if it was timed) and,
- *		at top level, flush what this backend holds pending.
- *
- * What is recorded is copied from the QueryDesc and its EState before
- * the next ExecutorEnd frees them, and recorded after it: the CPU time
- * counts the executor's shut-down too, and with it the end of any
- * parallel worker still running, and an ERROR raised by the next
- * ExecutorEnd counts as a failed execution instead (its frame noted by
- * the abort, frames.c).  In a parallel worker: its CPU time, for its
- * leader (pgss_ng_cpu_worker_end).
- */
-static void
-pgss_ng_ExecutorEnd(QueryDesc *queryDesc)
-{
-	PlannedStmt *pstmt = queryDesc->plannedstmt;
-	EState	   *estate = queryDesc->estate;
-	Instrumentation *totaltime = queryDesc->totaltime;
-	PgssNgCpuEnding ending;
-	bool		cpu_timed = false;
-	PgssNgCpuTime cpu;
-	BufferUsage bufusage;
-	WalUsage	walusage;
-	JitInstrumentation jit;
-	PgssNgFrame *f;
-	int			frame;
-#if PGSS_NG_HAVE_PARALLEL_WORKERS
-	PgssNgParallelWorkers workers;
-#endif
-
-	if (IsParallelWorker())
-	{
-		next_ExecutorEnd(queryDesc);
-		pgss_ng_cpu_worker_end(queryDesc);
-		return;
-	}
-
-	if (pgss_ng_cpu_timing())
-		cpu_timed = pgss_ng_cpu_exec_ending(queryDesc, &ending);
-	if (!(pgss_ng_stmt_ready() && pstmt->queryId != UINT64CONST(0) &&
-		  totaltime && pgss_ng_enabled(exec_nested_level)))
-	{
-		if (exec_nested_level == 0)
-			pgss_ng_flush();
-		next_ExecutorEnd(queryDesc);
-		return;
-	}
-
-	InstrEndLoop(totaltime);
-	bufusage = totaltime->bufusage;
-	walusage = totaltime->walusage;
-	if (estate->es_jit)
-		jit = estate->es_jit->instr;
-#if PGSS_NG_HAVE_PARALLEL_WORKERS
-	workers.to_launch = PGSS_NG_PARALLEL_WORKERS_TO_LAUNCH(estate);
-	workers.launched = PGSS_NG_PARALLEL_WORKERS_LAUNCHED(estate);
-#endif
-	{
-		PgssNgCall s;
-
-		/* every field, without a designated initializer's memset */
-		s.query = queryDesc->sourceText;
-		s.query_location = pstmt->stmt_location;
-		s.query_len = pstmt->stmt_len;
-		s.queryid = pstmt->queryId;
-		s.toplevel = exec_nested_level == 0;
-		s.jstate = NULL;
-		s.phase = PGSS_NG_PHASE_EXEC;
-		s.total_time = totaltime->total * 1000.0;
-		s.rows = PGSS_NG_ES_ROWS(estate);
-		s.bufusage = &bufusage;
-		s.walusage = &walusage;
-		s.jitusage = estate->es_jit ? &jit : NULL;
-#if PGSS_NG_HAVE_PARALLEL_WORKERS
-		s.parallel = &workers;
-#else
-		s.parallel = NULL;
-#endif
-		s.cpu = NULL;
-		s.planid = pgss_ng_planid_exec(queryDesc, exec_nested_level == 0);
-
-		f = exec_frame(&frame, PGSS_NG_FRAME_END, queryDesc);
-		if (f != NULL)
-			f->prior_ms = s.total_time;
-		next_ExecutorEnd(queryDesc);
-		pgss_ng_frame_pop(frame);
-
-		if (cpu_timed)
-		{
-			pgss_ng_cpu_exec_ended(&ending, &cpu);
-			s.cpu = &cpu;
-		}
-		pgss_ng_stmt_count_call(&s);
-	}
-
-	if (exec_nested_level == 0)
-		pgss_ng_flush();
-}
-
-/*
  * pgss_ng_ProcessUtility
- *		Record utility statements (time in ms, rows of COPY/FETCH/SELECT
- *		INTO/REFRESH MATERIALIZED VIEW, buffers, WAL), flushing at top
- *		level.
- *
- * A recorded utility statement that ends in an ERROR counts as a failed
- * execution (its frame noted in the PG_CATCH, frames.c) before the ERROR
- * is re-thrown.
- *
- * Like pg_stat_statements, a tracked utility statement's queryId is set
- * to zero before the statement runs, so that a cached PlannedStmt that is
- * executed again is not counted again (pg_stat_statements' behaviour,
- * which we keep for equal counts).  The next hook then gets a copy of the
- * PlannedStmt (on our stack) that carries the queryId it had, so that
- * a pg_stat_statements loaded before us in shared_preload_libraries (and
- * so called from inside this hook) records the statement too, and both
- * extensions can be compared in one server.  An untracked statement is
- * passed down as it is: a pg_stat_statements inside then clears the
- * queryId itself, as it would alone.
- *
- * Nothing reached through pstmt is read or written after the call: a
- * COMMIT or ROLLBACK inside a procedure (CALL) can release the cached plan
- * that holds it.  What is needed afterwards is saved before.
+ *		Record a utility statement (ms, rows of COPY/FETCH/SELECT INTO/
+ *		REFRESH MATERIALIZED VIEW, buffers, WAL; a failure noted in the
+ *		PG_CATCH), flushing at top level.  A tracked one's queryId is
+ *		zeroed, as pg_stat_statements does, and the next hook gets a copy
+ *		that keeps it (docs/design.md, "Utility queryId").  Nothing reached
+ *		through pstmt is used after the call: a COMMIT in a CALL can free
+ *		the plan holding it ("Pointers used after a call").
  */
 static void
 pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -781,7 +377,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	volatile int waitkey = -1;
 
 	tracked = pgss_ng_stmt_ready() &&
-		pgss_ng_enabled(exec_nested_level) && pgss_ng_track_utility;
+		pgss_ng_enabled(pgss_ng_exec_nested_level) && pgss_ng_track_utility;
 
 	if (tracked)
 		pstmt->queryId = UINT64CONST(0);
@@ -791,7 +387,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		pgss_ng_cpu_other_call();
 		if (pgss_ng_bumps_level_untimed(parsetree))
 		{
-			exec_nested_level++;
+			pgss_ng_exec_nested_level++;
 			PG_TRY();
 			{
 				next_ProcessUtility(tracked ? &next_pstmt : pstmt,
@@ -800,7 +396,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			}
 			PG_FINALLY();
 			{
-				exec_nested_level--;
+				pgss_ng_exec_nested_level--;
 			}
 			PG_END_TRY();
 		}
@@ -809,26 +405,26 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								readOnlyTree, context, params, queryEnv,
 								dest, qc);
 		/* e.g. a DO block not recorded itself, whose statements were */
-		if (exec_nested_level == 0)
+		if (pgss_ng_exec_nested_level == 0)
 			pgss_ng_flush();
 		return;
 	}
 
-	stmt_start();
+	pgss_ng_hooks_stmt_start();
 	pgss_ng_measure_start(&m);
 	if (saved_queryId != UINT64CONST(0))
 	{
 		frame = pgss_ng_frame_push(&f, PGSS_NG_FRAME_TIMED,
-								   exec_nested_level == 0);
+								   pgss_ng_exec_nested_level == 0);
 		frame_source(f, saved_queryId, queryString, saved_stmt_location,
 					 saved_stmt_len);
 		if (f != NULL)
 			f->start = m.start;
 		waitkey = pgss_ng_waits_push(saved_queryId, GetUserId(),
-									 exec_nested_level);
+									 pgss_ng_exec_nested_level);
 	}
 
-	exec_nested_level++;
+	pgss_ng_exec_nested_level++;
 	PG_TRY();
 	{
 		next_ProcessUtility(&next_pstmt, queryString, readOnlyTree, context,
@@ -836,14 +432,14 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_CATCH();
 	{
-		exec_nested_level--;
+		pgss_ng_exec_nested_level--;
 		pgss_ng_waits_pop(waitkey);
 		if (frame >= 0)
 			pgss_ng_frame_failed(frame);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	exec_nested_level--;
+	pgss_ng_exec_nested_level--;
 	pgss_ng_waits_pop(waitkey);
 	if (frame >= 0)
 		pgss_ng_frame_pop(frame);
@@ -855,7 +451,7 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			.query_location = saved_stmt_location,
 			.query_len = saved_stmt_len,
 			.queryid = saved_queryId,
-			.toplevel = exec_nested_level == 0,
+			.toplevel = pgss_ng_exec_nested_level == 0,
 			.phase = PGSS_NG_PHASE_EXEC,
 		};
 
@@ -867,6 +463,6 @@ pgss_ng_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		store_measured(&s, &m);
 	}
 
-	if (exec_nested_level == 0)
+	if (pgss_ng_exec_nested_level == 0)
 		pgss_ng_flush();
 }

@@ -1,42 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * measure.c
- *	  What a planning or an execution used: wall time, buffer and WAL
- *	  usage measured around a call (pgss_ng_measure_start/stop, for the
- *	  planner and utility hooks; the executor measures its own), and CPU
- *	  time: the user and system time getrusage() reports for this backend
- *	  while the call runs, plus what its parallel workers used (below).
- *	  Owns GUC pgss_ng.track_cpu and the parallel workers' CPU slots.
- *
- * An execution's CPU time is counted only while the executor runs it:
- * over its ExecutorStart, ExecutorRun (each one), ExecutorFinish and
- * ExecutorEnd calls, not between them, where a cursor or a portal fetched
- * in chunks waits while other statements run.  Sampling at both ends of
- * every call would take eight getrusage() calls per execution; instead an
- * execution whose call returns goes on counting ("idle"), and the next
- * sample taken for another statement, or the next hook call of another
- * statement (parse analysis, planning, an executor or utility call),
- * stops it there; its own next call starts it again.  An ordinary
- * execution, whose calls follow each other, so takes two samples, as
- * before: at the start of ExecutorStart and at the end of ExecutorEnd.
- * What runs between two of its calls and belongs to no statement's hook
- * (the protocol, the raw parsing of the next statement) is counted to it.
- * The state of each timed execution is a CpuRun, allocated in the query's
- * memory context and found again by its QueryDesc.
- *
- * Parallel workers are separate processes: getrusage() in the leader does
- * not see them.  Each worker measures itself from its ExecutorStart to its
- * ExecutorEnd (two getrusage() calls in its life) and adds the result to
- * its leader's slot in shared memory (one per backend, two atomic
- * counters of microseconds, only ever added to), before it reports its
- * end to the leader.  The leader's CPU clock is its own getrusage() plus
- * its slot, so a worker's CPU counts to the leader's executions counting
- * when it ends; the leader waits for its workers inside the executor call
- * that runs them, so that is the execution that launched them (and those
- * around it: times are inclusive).  No call is counted for a worker.
- *
- * Locking: none; everything here is backend-local except the slots, read
- * and added to with atomics.
+ *	  What a planning or an execution used: wall time, buffer and WAL usage
+ *	  around a call (the executor measures its own), and CPU time from
+ *	  getrusage(), counted only while the executor runs the execution (an
+ *	  idle run stopped by another statement's next hook call), plus what its
+ *	  parallel workers add to their leader's slot (atomics).  Owns GUC
+ *	  pgss_ng.track_cpu and the slots.  docs/design.md, "CPU time".
  *
  *-------------------------------------------------------------------------
  */

@@ -1,13 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * measure.h
- *	  What a planning or an execution used, measured for the hooks in
- *	  hooks.c (measure.c): wall time, buffer and WAL usage around a call,
- *	  and CPU time (GUC pgss_ng.track_cpu), sampled with getrusage(): a
- *	  backend's own, and its parallel workers', which they add to a slot of
- *	  their leader in shared memory.
- *
- * Locking: none, except the leader's slot, read and added to atomically.
+ *	  What a planning or an execution used, measured for the hooks
+ *	  (measure.c): wall time, buffer and WAL usage around a call, and CPU
+ *	  time (pgss_ng.track_cpu) from getrusage(), a backend's own and its
+ *	  parallel workers' (added to their leader's slot, atomically).
  *
  *-------------------------------------------------------------------------
  */

@@ -1,17 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * planid.c
- *	  Plan identity for the statement kind's plan rows (stmt/plans.c): the
- *	  plan id of a PlannedStmt, a hash of its shape (node types, relations
- *	  and indexes, join types, scan directions, subplans; never constants,
- *	  costs or estimates), computed once per plan: on 18 into
- *	  PlannedStmt.planId by the planner hook, before 18 at its first
- *	  execution into a map that its memory context's reset callback
- *	  cleans; and the plan's EXPLAIN (COSTS OFF) text, captured once in
- *	  ExecutorEnd.  GUC pgss_ng.track_plans.  docs/design.md, "Plan rows".
- *
- * Locking: none; backend-local.  What raises (a deep plan, out of memory,
- * EXPLAIN) runs under pgss_ng_kind_guard(): no ERROR reaches the user.
+ *	  Plan identity for the plan rows (stmt/plans.c): a hash of a plan's
+ *	  shape (never constants, costs or estimates), computed once per plan
+ *	  (on 18 into PlannedStmt.planId by the planner hook, before at its
+ *	  first execution, into a map its context's reset cleans), and its
+ *	  EXPLAIN (COSTS OFF) text, captured at ExecutorEnd; GUC
+ *	  pgss_ng.track_plans.  What may raise runs guarded.  docs/design.md.
  *
  *-------------------------------------------------------------------------
  */
@@ -508,16 +503,12 @@ static struct
 
 /*
  * pgss_ng_planid_exec
- *		ExecutorEnd's part, before the executor's state goes, for a tracked
- *		statement (toplevel: at top level): the plan id of its plan (0 with
- *		pgss_ng.track_plans off, or when it could not be computed), and,
- *		when pgss_ng_plans_text_wanted() says so (a plan whose statement
- *		has no row of it with a text, past a statement's first execution),
- *		the plan's EXPLAIN (COSTS OFF) text.  The plan asked about last is
- *		answered without asking (seen_to).  A capture that raises an ERROR
- *		is logged and counted (plan_text_failures); its row keeps plan
- *		NULL.  Nothing is captured outside a live transaction (a cursor
- *		closed by an abort) or in parallel mode (no subtransaction there).
+ *		ExecutorEnd's part for a tracked statement: its plan id (0 with
+ *		track_plans off or when not computed), and its EXPLAIN (COSTS OFF)
+ *		text when pgss_ng_plans_text_wanted() asks (the last plan asked
+ *		about is answered from seen_to).  A failed capture is logged and
+ *		counted (plan_text_failures).  Nothing is captured outside a live
+ *		transaction or in parallel mode.
  */
 uint64
 pgss_ng_planid_exec(QueryDesc *queryDesc, bool toplevel)

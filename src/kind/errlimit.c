@@ -1,33 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * errlimit.c
- *	  Keeps contained errors from flooding the log, and an exhausted
- *	  shared memory from being retried at every statement.
- *
- * When shared memory runs out, every new statement of every backend fails
- * the same way.  Two mechanisms, over one PgssNgErrLimit in shared memory,
- * bound the cost:
- *	  - Log lines: each kind of message (a "what" string, e.g. "record a
- *		statement") is allowed at most once per
- *		PGSS_NG_ERRLIMIT_INTERVAL_MS across all processes; those suppressed
- *		meanwhile are counted, and the count is handed out with the next
- *		line allowed for that kind.  Kinds are told apart by a hash of
- *		their text, in a small fixed table; should it ever be full, the
- *		last slot is shared.
- *	  - Allocation back-off: after an allocation failed, the caller asks
- *		pgss_ng_errlimit_backing_off() before trying again; it says yes
- *		for PGSS_NG_BACKOFF_MIN_MS, doubling at each further failure up to
- *		PGSS_NG_BACKOFF_MAX_MS; a successful allocation ends the back-off.
- *		A failed attempt may create and destroy a DSM segment of
- *		megabytes, so this is what keeps a full machine from working hard
- *		for nothing.
- *
- * This module is generic: its user (kind_guard.c and kind_entry.c, one state
- * per kind in PgssNgKindControl) places the state and chooses the
- * message kinds; it has no shared memory, names or messages of its own.
- *
- * Locking: PgssNgErrLimit.mutex (a spinlock) guards every field; it is
- * held for a few instructions only.  No function here raises an ERROR.
+ *	  Keeps contained errors from flooding the log, and exhausted shared
+ *	  memory from being retried at every statement: one LOG line per "what"
+ *	  per PGSS_NG_ERRLIMIT_INTERVAL_MS, the suppressed counted into the next
+ *	  (told apart by a hash in a small table, its last slot shared if
+ *	  full); an allocation back-off from PGSS_NG_BACKOFF_MIN_MS doubling up
+ *	  to _MAX_MS, ended by a success.  Spinlock only; no ERROR.
  *
  *-------------------------------------------------------------------------
  */

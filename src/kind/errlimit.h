@@ -2,12 +2,9 @@
  *
  * errlimit.h
  *	  Rate limit of log lines and back-off of allocation attempts, over a
- *	  state that the caller places in shared memory (the kind layer keeps
- *	  one per kind, in PgssNgKindControl).  Generic: it knows nothing of
- *	  statements, kinds or pgss_ng, and owns no shared memory of its own.
- *
- * Locking: the state's spinlock, held only to read and update a few
- * fields (no call out while held).
+ *	  state the caller places in shared memory (one per kind, in
+ *	  PgssNgKindControl).  Generic: no names, kinds or shared memory of its
+ *	  own.  Locking: the state's spinlock, for a few fields only.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,50 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind.h
- *	  A small "cumulative statistics kind" layer, the same on PostgreSQL
- *	  15 to 18 (docs/design.md, "One kind layer on every version", says
- *	  why pgss_ng does not use 18's pgstat_register_kind()).  Its API is
- *	  shaped like core's PgStat_KindInfo where that was cheap: a kind
- *	  description (PgssNgKindDesc) with callbacks, entry references, a
- *	  flush callback that takes the reference and nowait and locks through
- *	  the layer.  docs/design.md (appendix, "Mapping to core pgstat") puts
- *	  the two side by side.
- *
- * A kind keeps its shared entries in its own dshash, inside a DSA area that
- * the postmaster creates in place in main shared memory.  Backends count
- * into backend-local *pending* entries and *flush* them into the shared
- * entries later, taking each entry's LWLock without waiting where they can.
- * Nothing in this layer knows about statements or about pgss_ng: the
- * kind-specific parts, names included, come from PgssNgKindDesc.  The
- * layer's files and structures are described in kind_int.h.
- *
- * Locking rules
- *	  - The dshash partition lock protects the mapping key -> body.  A
- *		reference (refcount increment) is only taken while that lock is
- *		held, so a body that has left the hash can gain no new references.
- *	  - Removing a body from the hash (reset, eviction) marks it removed and
- *		releases the hash's own reference; whoever brings refcount to zero
- *		frees the body (and calls the kind's free callback).
- *	  - A body's LWLock (the entry lock) protects its kind data, usage and
- *		removed flag.  Flushes take it exclusively, readers take it shared.
- *		Flushes try LWLockConditionalAcquire first.
- *	  - Never take a dshash partition lock while holding an entry lock: the
- *		order is partition lock, then entry lock.
- *	  - Creation takes no lock of this layer below max: admission against
- *		the backstop is an atomic compare-and-exchange on the count of
- *		allocated bodies (exact), and the dshash insert under the key's
- *		partition lock settles two backends creating the same key.
- *	  - Creation takes no lock of this layer at or past max either: a
- *		creator that finds eviction running goes on with its statement.
- *		The new entry's eviction node is pushed on a lock-free stack
- *		under the partition lock that publishes it.
- *	  - <name>_dealloc serializes removals (eviction, reset) and owns the
- *		eviction queue: see kind_evict.c.  Flushes and creations never
- *		wait for it.  A restore holds it shared around each entry it
- *		restores, so that a full reset comes wholly before or after that
- *		entry (pgss_ng_kind_restore_begin).
- *	  - Locks owned by a kind's callbacks (e.g. the query text arena) are
- *		taken innermost: after every lock of this layer.
+ *	  A small cumulative statistics kind layer, the same on PostgreSQL 15
+ *	  to 18 and shaped like core's PgStat_KindInfo: a kind's shared entries
+ *	  in its own dshash, backends' pending entries flushed into them without
+ *	  waiting where possible; nothing of statements.  docs/design.md: "One
+ *	  kind layer on every version", "Locking rules" (in short: partition
+ *	  lock, then entry lock; references only under the partition lock).
  *
  *-------------------------------------------------------------------------
  */
@@ -95,9 +57,9 @@ typedef struct PgssNgEntryRef
 /* result of pgss_ng_kind_lock_key */
 typedef enum PgssNgLockKey
 {
-	PGSS_NG_KEY_LOCKED,			/* the entry lock is held */
-	PGSS_NG_KEY_BUSY,			/* busy: a reference is held instead */
-	PGSS_NG_KEY_FAILED			/* no entry could be made */
+	PGSS_NG_LOCK_KEY_LOCKED,	/* the entry lock is held */
+	PGSS_NG_LOCK_KEY_BUSY,		/* busy: a reference is held instead */
+	PGSS_NG_LOCK_KEY_FAILED		/* no entry could be made */
 } PgssNgLockKey;
 
 /*
@@ -156,8 +118,9 @@ typedef struct PgssNgKindDesc
 
 	/*
 	 * Pending data whose entry was evicted before the flush cannot be
-	 * merged; this callback counts it as dropped.  No lock of this layer
-	 * is held.
+	 * merged; this callback keeps its count with what the kind keeps of
+	 * evicted entries (the statement kind: the evicted remainder).  No
+	 * lock of this layer is held.
 	 */
 	void		(*discard_pending_cb) (PgssNgEntryRef *ref);
 
@@ -187,10 +150,10 @@ typedef struct PgssNgKindDesc
 	/*
 	 * Optional: whether memory the kind data owns (e.g. a query text
 	 * arena) is short, so that eviction should run even with live entries
-	 * at or below max (pgss_ng_kind_evict).  With starting, whether it is
-	 * past its high-water mark (start evicting); without, whether it is
-	 * still past its low-water mark (go on evicting): the gap between the
-	 * two makes evictions for room come in batches.  Called often, with no
+	 * at or below max (pgss_ng_kind_run_eviction).  With starting, whether
+	 * it is past its high-water mark (start evicting); without, whether it
+	 * is still past its low-water mark (go on evicting): the gap between
+	 * the two makes evictions for room come in batches.  Called often, with no
 	 * lock of this layer or with <name>_dealloc held; must be cheap and
 	 * must not raise an ERROR.
 	 */
@@ -211,10 +174,10 @@ typedef bool (*PgssNgInitSharedFn) (PgssNgKind *kind, void *shared_data,
 /* result of pgss_ng_kind_create */
 typedef enum PgssNgCreateResult
 {
-	PGSS_NG_EXISTS,				/* somebody else created it first */
-	PGSS_NG_CREATED,
-	PGSS_NG_FULL,				/* the backstop was reached */
-	PGSS_NG_OUT_OF_MEMORY		/* shared memory could not be allocated */
+	PGSS_NG_CREATE_EXISTS,		/* somebody else created it first */
+	PGSS_NG_CREATE_NEW,
+	PGSS_NG_CREATE_FULL,		/* the backstop was reached */
+	PGSS_NG_CREATE_OUT_OF_MEMORY	/* shared memory could not be allocated */
 } PgssNgCreateResult;
 
 /*
@@ -357,7 +320,7 @@ extern void pgss_ng_kind_restore_counters(PgssNgKind *kind, int64 dealloc,
 										  int64 backstop_skips,
 										  int64 eviction_ns,
 										  TimestampTz last_eviction);
-extern void pgss_ng_kind_evict(PgssNgKind *kind);
+extern void pgss_ng_kind_run_eviction(PgssNgKind *kind);
 extern bool pgss_ng_kind_alloc_backing_off(PgssNgKind *kind);
 
 /* persistence: a restore brackets what it does for each entry */

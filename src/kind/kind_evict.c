@@ -1,73 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * kind_evict.c
- *	  How a kind's shared entries go: the removal of an entry (out of the
- *	  hash, marked, its eviction node unlinked, its hash reference released),
- *	  the refcounted free of its body, and what bounds the entries: the
- *	  usage of an entry (its eviction value), the eviction queue, eviction
- *	  of the least valuable entries it shows when live entries exceed max
- *	  or the kind's own memory is short, and the backstop on allocated
- *	  bodies.  The lowest file of the layer: it calls no other file of it.
- *
- * Usage is 1 at creation plus the uses its flushes reported, halving every
- * PGSS_NG_USAGE_HALF_LIFE_MS.
- *
- * The eviction queue holds one node (PgssNgEvictNode and key, at the end
- * of the entry's body chunk) per live entry.  A creator pushes its
- * entry's node on a lock-free stack of new nodes (kind_push_new) under the
- * partition lock that publishes the entry; an eviction run moves that stack to the queue's front
- * (kind_take_new).  A run then examines the queue from its front: the
- * entries created since the last run, the candidates the last run left
- * (its pool), then the entries examined longest ago, at most
- * Max(PGSS_NG_EVICT_VISIT_MIN, PGSS_NG_EVICT_VISIT_FACTOR * wanted) in
- * all.  It evicts the least valuable of those, puts the next least
- * valuable back at the front as the next run's pool, and moves the other
- * examined entries to the back: a clock whose hand is the queue's front,
- * which sees every new entry in the run that follows its creation.  So a
- * run costs O(entries it evicts), however many entries there are.
- *
- * When live entries exceed max, a run evicts down to max minus
- * PGSS_NG_EVICT_PERCENT percent of it (more when the excess is larger).
- * Below max, when the kind's needs_room_cb says memory its data owns is
- * past its high-water mark (a full text arena), a run evicts in the same
- * order until it is below its low-water mark, at most
- * PGSS_NG_EVICT_PERCENT percent of max per run (hysteresis: one run per
- * the gap between the marks, not one per new entry).  Entries some
- * backend holds a reference to are not candidates.  The backstop
- * (kind_backstop) caps live + removed bodies not yet freed; creation
- * (kind_entry.c) refuses bodies beyond it.
- *
- * Each victim's key hash and value are remembered (its ghost, in sets of
- * PGSS_NG_GHOST_WAYS in main shared memory): a new entry of that key
- * starts with that value, decayed, on top of its own (kind_ghost_usage,
- * from create_body), so a statement that comes back ranks above the
- * entries used once.
- *
- * Owns: the eviction queue and its nodes, the ghosts,
- * PgssNgKindControl.dealloc (eviction runs that evicted entries,
- * pg_stat_statements' meaning),
- * entries_evicted (entries they evicted), eviction_ns (their time) and
- * last_eviction (the end of the last of them); the usage and usage_time
- * of bodies are written by flushes (kind_entry.c) and read here.
- * Whoever releases the last reference to a body frees it here
- * (kind_release_ref), counting it out of entries_allocated.
- *
- * Locking: <name>_dealloc serializes removals (eviction, reset) and owns
- * the queue; eviction takes it conditionally: a backend that finds another
- * one evicting goes on with its statement.  Pushing a new node takes no
- * lock (a compare-and-exchange on the stack's head).  A run reads the
- * examined bodies' refcount and usage without a lock, sorts with no lock
- * but <name>_dealloc, and removes victims one at a time under their
- * partition lock, then their entry lock (kind_mark_removed).  Flushes
- * never wait for <name>_dealloc.
+ *	  What bounds a kind's entries: usage (the eviction value), the
+ *	  eviction queue, eviction of the least valuable entries when live ones
+ *	  exceed max or the kind's memory is short, the backstop; the removal
+ *	  of an entry from the hash.  Owns the queue, dealloc, entries_evicted,
+ *	  eviction_ns and last_eviction.  docs/design.md, "Eviction and the
+ *	  backstop"; locking: <name>_dealloc, taken without waiting (kind.h).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <float.h>
 #include <math.h>
-#include <xxhash.h>
 
 #include "lib/binaryheap.h"
 #include "portability/instr_time.h"
@@ -75,60 +20,6 @@
 #include "utils/timestamp.h"
 
 #include "kind_int.h"
-
-/*
- * kind_free_body
- *		Free a removed body nobody refers to any more.  No lock needed.
- */
-void
-kind_free_body(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
-{
-	Assert(pg_atomic_read_u32(&hdr->refcount) == 0);
-
-	if (kind->desc->free_cb)
-		kind->desc->free_cb(kind, PgssNgSharedData(hdr));
-	dsa_free(kind->area, body);
-	pg_atomic_fetch_sub_u32(&kind->ctl->entries_allocated, 1);
-}
-
-/*
- * kind_release_ref
- *		Release one reference to a body; the last one frees it.  The hash holds
- *		a reference of its own, so the last release is always of a body that
- *		was already removed.
- */
-void
-kind_release_ref(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
-{
-	if (pg_atomic_sub_fetch_u32(&hdr->refcount, 1) == 0)
-		kind_free_body(kind, body, hdr);
-}
-
-/*
- * kind_mark_removed
- *		Flag a body as removed for reason, under its lock, so that flushes
- *		see it.  The caller removes it from the hash and then calls
- *		kind_forget_body().
- */
-void
-kind_mark_removed(PgssNgBodyHeader *hdr, PgssNgRemoval reason)
-{
-	LWLockAcquire(&hdr->lock, LW_EXCLUSIVE);
-	hdr->removed = reason;
-	LWLockRelease(&hdr->lock);
-}
-
-/*
- * kind_forget_body
- *		After removal from the hash: one live entry less, and the hash's
- *		reference released (freeing the body if nobody else holds one).
- */
-void
-kind_forget_body(PgssNgKind *kind, dsa_pointer body, PgssNgBodyHeader *hdr)
-{
-	pg_atomic_fetch_sub_u32(&kind->ctl->entries_live, 1);
-	kind_release_ref(kind, body, hdr);
-}
 
 /* One eviction candidate: an examined entry nobody held a reference to. */
 typedef struct EvictCandidate
@@ -227,13 +118,10 @@ queue_push_front(PgssNgKind *kind, dsa_pointer first, dsa_pointer last)
 
 /*
  * kind_take_new
- *		Move the stack of new nodes to the front of the eviction queue,
- *		newest first.  The stack is walked (setting each node's prev, which
- *		nobody else reads) before it is taken with a compare-and-exchange;
- *		nodes pushed meanwhile are walked in turn, down to the part already
- *		walked.  So an ERROR while mapping a node leaves the stack whole,
- *		and once it is taken only pointer writes to mapped nodes remain.
- *		Costs one step per entry created since the last call.
+ *		Move the stack of new nodes to the queue's front, newest first: the
+ *		stack is walked (setting prev) before a compare-and-exchange takes
+ *		it, nodes pushed meanwhile walked in turn, so an ERROR while mapping
+ *		leaves it whole.  One step per entry created since the last call.
  *		<name>_dealloc held.
  */
 void
@@ -317,17 +205,12 @@ queue_front_to_back(PgssNgKind *kind, dsa_pointer rest)
 
 /*
  * kind_remove_node
- *		Remove the entry of the eviction queue's node np from the hash for
- *		reason (an eviction: only if no backend holds a reference to it; a
- *		reset: always), take its node out of the queue, and
- *		release the hash's reference to the body.  Returns whether it was
- *		removed.  Locks: <name>_dealloc held by the caller; the entry's
- *		partition lock exclusively, then its entry lock
- *		(kind_mark_removed); evicted_cb (an eviction) and free_cb run
- *		with only <name>_dealloc held.
- *		The queue is consistent before anything that may raise an ERROR
- *		(freeing) runs, and the nodes its unlinking writes to are mapped
- *		before the entry is touched.
+ *		Remove the entry of queue node np from the hash for reason (an
+ *		eviction only if nobody holds a reference), unlink its node and
+ *		release the hash's reference; whether it was removed.  <name>_dealloc
+ *		held; takes the partition lock exclusively, then the entry lock.
+ *		The neighbours are mapped first and the queue is consistent before
+ *		freeing, which may raise.
  */
 bool
 kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
@@ -355,7 +238,7 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 	 * partition lock held exclusively no reference can be taken now, so
 	 * this test is exact.
 	 */
-	if (reason == PGSS_NG_REMOVED_BY_EVICTION &&
+	if (reason == PGSS_NG_REMOVAL_EVICTION &&
 		pg_atomic_read_u32(&hdr->refcount) > 1)
 	{
 		dshash_release_lock(kind->hash, he);
@@ -366,142 +249,12 @@ kind_remove_node(PgssNgKind *kind, dsa_pointer np, PgssNgRemoval reason)
 	dshash_delete_entry(kind->hash, he);
 	queue_unlink(kind, np);
 	/* final: out of the hash, and nobody held a reference (above) */
-	if (reason == PGSS_NG_REMOVED_BY_EVICTION && kind->desc->evicted_cb)
+	if (reason == PGSS_NG_REMOVAL_EVICTION && kind->desc->evicted_cb)
 		kind->desc->evicted_cb(kind, PgssNgNodeKey(node),
 							   PgssNgSharedData(hdr));
 	/* the node goes with the body's chunk */
 	kind_forget_body(kind, body, hdr);
 	return true;
-}
-
-/*
- * kind_ghost_sets_for
- *		Sets of ghosts for a kind whose max is max_entries at start: the
- *		power of two at or above max_entries / 2, at least 16, at most
- *		PGSS_NG_GHOST_SETS_MAX (so 2 to 4 ghosts per entry of max).
- */
-uint32
-kind_ghost_sets_for(int max_entries)
-{
-	uint32		sets = 16;
-
-	while (sets < (uint32) (max_entries / 2) && sets < PGSS_NG_GHOST_SETS_MAX)
-		sets <<= 1;
-	return sets;
-}
-
-/* the 64-bit hash of a key that names its ghost (never 0: no ghost) */
-static inline uint64
-ghost_hash(PgssNgKind *kind, const void *key)
-{
-	uint64		h = XXH3_64bits(key, kind->desc->key_size);
-
-	return h != 0 ? h : 1;
-}
-
-static inline PgssNgGhostSet *
-ghost_set(PgssNgKind *kind, uint64 h)
-{
-	return &kind->ghosts[h & (kind->ctl->ghost_sets - 1)];
-}
-
-/*
- * ghost_remember
- *		Remember the victim whose key hashes to h, worth value at now: in
- *		its set, over its own ghost, else a free one, else the oldest.
- *		The holder of <name>_dealloc is the only writer; readers
- *		(kind_ghost_usage) take no lock: the tag is cleared while the value
- *		changes, and read again after it.
- */
-static void
-ghost_remember(PgssNgKind *kind, uint64 h, double value, TimestampTz now)
-{
-	PgssNgGhostSet *set = ghost_set(kind, h);
-	float		f = (float) Min(value, (double) FLT_MAX);
-	uint32		fbits;
-	uint32		oldest_sec = PG_UINT32_MAX;
-	int			way = -1;
-	int			i;
-
-	for (i = 0; i < PGSS_NG_GHOST_WAYS; i++)
-	{
-		uint64		tag = pg_atomic_read_u64(&set->tag[i]);
-		uint32		sec = (uint32) pg_atomic_read_u64(&set->value[i]);
-
-		if (tag == h)
-		{
-			way = i;
-			break;
-		}
-		if (tag == 0)
-			sec = 0;
-		if (sec < oldest_sec || way < 0)
-		{
-			oldest_sec = sec;
-			way = i;
-		}
-	}
-	memcpy(&fbits, &f, sizeof(fbits));
-	pg_atomic_write_u64(&set->tag[way], 0);
-	pg_write_barrier();
-	pg_atomic_write_u64(&set->value[way],
-						((uint64) fbits << 32) | (uint32) (now / USECS_PER_SEC));
-	pg_write_barrier();
-	pg_atomic_write_u64(&set->tag[way], h);
-}
-
-/*
- * kind_ghost_usage
- *		The value an evicted entry of key had, decayed to now: what a new
- *		entry of that key adds to its usage (0 if eviction remembers none).
- *		No lock (see ghost_remember): a value being replaced reads as none.
- */
-double
-kind_ghost_usage(PgssNgKind *kind, const void *key, TimestampTz now)
-{
-	uint64		h;
-	PgssNgGhostSet *set;
-	int			i;
-
-	if (kind->ghosts == NULL)
-		return 0;
-	h = ghost_hash(kind, key);
-	set = ghost_set(kind, h);
-	for (i = 0; i < PGSS_NG_GHOST_WAYS; i++)
-	{
-		uint64		v;
-		uint32		fbits;
-		float		f;
-
-		if (pg_atomic_read_u64(&set->tag[i]) != h)
-			continue;
-		pg_read_barrier();
-		v = pg_atomic_read_u64(&set->value[i]);
-		pg_read_barrier();
-		if (pg_atomic_read_u64(&set->tag[i]) != h)
-			return 0;
-		fbits = (uint32) (v >> 32);
-		memcpy(&f, &fbits, sizeof(f));
-		return kind_decayed_usage((double) f,
-								  (TimestampTz) (uint32) v * USECS_PER_SEC,
-								  now);
-	}
-	return 0;
-}
-
-/*
- * kind_ghosts_forget
- *		Forget every ghost (a full reset).  <name>_dealloc held.
- */
-void
-kind_ghosts_forget(PgssNgKind *kind)
-{
-	uint32		i;
-	int			w;
-
-	for (i = 0; i < kind->ctl->ghost_sets; i++)
-		for (w = 0; w < PGSS_NG_GHOST_WAYS; w++)
-			pg_atomic_write_u64(&kind->ghosts[i].tag[w], 0);
 }
 
 /*
@@ -594,15 +347,11 @@ exam_offer(EvictExam *ex, const EvictCandidate *c)
 
 /*
  * examine_queue
- *		Examine up to budget entries from the eviction queue's front and
- *		keep (decayed usage, generation, node) of the keep least valuable
- *		ones nobody holds a reference to (a bounded heap, PostgreSQL's
- *		binaryheap), counting the referenced ones.  Reads refcount and
- *		usage without a lock (a heuristic may read a value a flush is
- *		updating); the queue's bodies cannot be freed meanwhile: their
- *		entries are in the hash, and only the holder of <name>_dealloc
- *		removes them.  Memory: CurrentMemoryContext.  Errors: out of
- *		memory.
+ *		From the queue's front, examine up to budget entries and keep the
+ *		keep least valuable unreferenced ones (a bounded binaryheap),
+ *		counting the referenced.  Refcount and usage are read without a
+ *		lock; the bodies cannot be freed meanwhile (only the holder of
+ *		<name>_dealloc removes).  Memory: CurrentMemoryContext.
  */
 static void
 examine_queue(PgssNgKind *kind, EvictExam *ex, int keep, int budget)
@@ -686,34 +435,17 @@ requeue_examined(PgssNgKind *kind, EvictExam *ex)
 }
 
 /*
- * pgss_ng_kind_evict
- *		If live entries exceed max, evict the least valuable entries the
- *		eviction queue shows, down to max minus PGSS_NG_EVICT_PERCENT
- *		percent.  Below max, if the kind says its own memory is past its
- *		high-water mark (needs_room_cb, e.g. a full text arena), evict the
- *		least valuable ones too, in the same order, until it is below its
- *		low-water mark or PGSS_NG_EVICT_PERCENT percent of max are gone
- *		(bounded work per call).
- *
- * Serialized by <name>_dealloc, taken without waiting: if another backend
- * is evicting, return at once (the backstop bounds what is allocated
- * meanwhile).  The new entries are moved to the queue's front
- * (kind_take_new), then up to Max(PGSS_NG_EVICT_VISIT_MIN,
- * PGSS_NG_EVICT_VISIT_FACTOR * wanted) entries are examined from it
- * (examine_queue), keeping the least valuable, a quarter more than wanted
- * (a victim may be in use by the time it is removed; if more than that
- * are, this run evicts fewer and a later one the rest); their sort runs
- * with no lock but <name>_dealloc; victims are then removed one by one
- * (kind_remove_node) and the examined entries requeued
- * (requeue_examined).  Each victim goes to the kind's evicted_cb (its
- * fold into what the kind keeps of evicted entries).  A run that evicted
- * entries counts one in dealloc, each entry it evicted one in
- * entries_evicted, its time in eviction_ns, and sets last_eviction.
- * Memory: a temporary context under CurrentMemoryContext, deleted before
- * returning.  Errors: out of memory (caller's guard releases the locks).
+ * pgss_ng_kind_run_eviction
+ *		Evict the least valuable entries the queue shows: down to max less
+ *		PGSS_NG_EVICT_PERCENT percent when live entries exceed max, or, when
+ *		needs_room_cb says the kind's memory is past its high-water mark,
+ *		until it is below its low-water mark (a batch at most).  Returns at
+ *		once if another backend holds <name>_dealloc.  The steps and counts:
+ *		docs/design.md, "A run".  Memory: a temporary context.  Errors: out
+ *		of memory (the caller's guard releases the locks).
  */
 void
-pgss_ng_kind_evict(PgssNgKind *kind)
+pgss_ng_kind_run_eviction(PgssNgKind *kind)
 {
 	PgssNgKindControl *ctl = kind->ctl;
 	int			max = kind_max(kind);
@@ -782,10 +514,11 @@ pgss_ng_kind_evict(PgssNgKind *kind)
 		if (for_room && !needs_room(kind, false))
 			break;
 		/* the key goes with the body: hash it first */
-		h = ghost_hash(kind, PgssNgNodeKey(NODE(kind, ex.cands[i].node)));
-		if (kind_remove_node(kind, ex.cands[i].node, PGSS_NG_REMOVED_BY_EVICTION))
+		h = kind_ghost_hash(kind,
+							PgssNgNodeKey(NODE(kind, ex.cands[i].node)));
+		if (kind_remove_node(kind, ex.cands[i].node, PGSS_NG_REMOVAL_EVICTION))
 		{
-			ghost_remember(kind, h, ex.cands[i].value, ex.now);
+			kind_ghost_remember(kind, h, ex.cands[i].value, ex.now);
 			ex.cands[i].node = InvalidDsaPointer;
 			nevicted++;
 		}

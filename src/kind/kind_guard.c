@@ -1,26 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind_guard.c
- *	  Error containment: statistics code runs inside a user's statement
- *	  (hooks) or in the writer, and an ERROR from below (out of shared
- *	  memory, a DSM segment that cannot be mapped, local out-of-memory)
- *	  must not reach the user's statement.  pgss_ng_kind_guard() is the
- *	  one wrapper that runs such code, logs the ERROR as "<kind name>
- *	  could not <what>: <message>" and clears it.
- *
- * Owns: the nesting depth of guarded calls and the InterruptHoldoffCount
- * seen when the outermost one began.  Uses the kind's PgssNgErrLimit
- * (errlimit.c, in PgssNgKindControl): at most one log line per "what" per
- * PGSS_NG_ERRLIMIT_INTERVAL_MS, the count of those suppressed reported
- * with the next one; an out-of-memory ERROR starts the allocation back-off
- * that kind_entry.c's creation path obeys.
- *
- * Locking: after an ERROR, LWLockReleaseAll() releases every LWLock when
- * the caller of the outermost guarded call held none (so every one held
- * is ours: partition, entry, alloc, qtext...).  When the caller held
- * LWLocks, the ERROR is re-thrown instead and the transaction's abort
- * releases them (rare: an SQL function called under a buffer lock with
- * track = all; safer than releasing a lock its caller relies on).
+ *	  Error containment: pgss_ng_kind_guard() runs statistics code so that
+ *	  no ERROR from below (shared memory, DSM mapping, local memory) reaches
+ *	  the user's statement, logged rate-limited (errlimit.c) as "<kind name>
+ *	  could not <what>: <message>"; out of memory starts the allocation
+ *	  back-off.  Owns the guards' nesting depth and the outermost's
+ *	  InterruptHoldoffCount.  docs/design.md, "Error containment".
  *
  *-------------------------------------------------------------------------
  */
@@ -59,14 +45,11 @@ kind_release_locks_or_rethrow(void)
 
 /*
  * swallow_error
- *		Turn the ERROR being handled into a LOG line ("<kind name> could
- *		not <what>: <message>") and clear it, after releasing the locks (or
- *		re-throwing: kind_release_locks_or_rethrow).  The line is
- *		rate-limited per "what" (errlimit.c: at most one per
- *		PGSS_NG_ERRLIMIT_INTERVAL_MS per kind, with the count of those
- *		suppressed); an out-of-memory ERROR starts the kind's allocation
- *		back-off (alloc_body in kind_entry.c then does not even try).  Memory:
- *		switches back to oldcxt; the error data is freed.
+ *		Turn the ERROR being handled into a rate-limited LOG line ("<kind
+ *		name> could not <what>: <message>") and clear it, after releasing
+ *		the locks (or re-throwing: kind_release_locks_or_rethrow); out of
+ *		memory starts the allocation back-off.  Memory: back to oldcxt, the
+ *		error data freed.
  */
 static void
 swallow_error(PgssNgKind *kind, MemoryContext oldcxt, const char *what)
@@ -124,16 +107,12 @@ pgss_ng_kind_guard_caught(PgssNgKind *kind, MemoryContext oldcxt,
 
 /*
  * pgss_ng_kind_guard
- *		Run fn(arg) so that no ERROR it raises escapes: the ERROR is logged
- *		(swallow_error) and false returned; true when fn returned normally.
- *
- * fn runs with no resource owner: DSM segments that DSA maps or creates
- * are pinned for the session anyway, and one left by a failed creation
- * must not be reported to the user as a leak at commit.  Guarded calls
- * may nest (the kind layer guards its dshash insert inside the statement
- * kind's guarded store); whether the caller held LWLocks is judged at the
- * outermost one.  Memory: CurrentMemoryContext is restored either way.
- * Errors: re-thrown only when the outermost caller held LWLocks.
+ *		Run fn(arg) so that no ERROR escapes: true if it returned, false
+ *		after an ERROR, logged (swallow_error).  fn runs with no resource
+ *		owner: a DSM segment left by a failed creation is pinned anyway and
+ *		must not be reported as a leak at commit.  Guards may nest; whether
+ *		the caller held LWLocks (then the ERROR is re-thrown) is judged at
+ *		the outermost.  CurrentMemoryContext is restored either way.
  */
 bool
 pgss_ng_kind_guard(PgssNgKind *kind, const char *what, PgssNgGuardedFn fn,

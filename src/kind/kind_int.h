@@ -1,33 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind_int.h
- *	  Internals of the kind layer, shared by its files and seen by nobody
- *	  else: the shared structures, the backend-local handle of a kind, and
- *	  the functions one file of the layer calls in another.
- *
- *	  kind_shmem.c   set-up in the postmaster, attach and detach
- *	  kind_entry.c   entries, references, pending data, flush
- *	  kind_maint.c   readers and maintenance: foreach, removal and update of
- *	                 matching entries, kind-wide counters
- *	  kind_evict.c   removal and refcounted free, usage, the eviction
- *	                 queue, eviction (for max, and for room in the kind's
- *	                 own memory: needs_room_cb) and the backstop
- *	  kind_guard.c   error containment (pgss_ng_kind_guard), its log rate
- *	                 limit and the allocation back-off it starts (on
- *	                 errlimit.c, with one state per kind)
- *
- * Shared structures
- *	  dshash element:  [key (key_size bytes)] [PgssNgHashEntry]
- *	  entry body:      [PgssNgBodyHeader] [kind data (shared_size bytes)]
- *	                   [PgssNgEvictNode] [key]: one DSA chunk per entry,
- *	                   so that it can outlive its removal from the dshash
- *	                   while backends still hold references to it; the
- *	                   node is the entry's place in the eviction queue
- *	                   (kind_evict.c) while it is live, unused after.
- *	  pending entry:   [key] [PgssNgEntryRef] [pending data], in the
- *	                   backend-local hash kind->pending.
- *
- * Locking: see kind.h.
+ *	  Internals of the kind layer, seen by its files only: the shared
+ *	  structures (a body's chunk is [PgssNgBodyHeader] [kind data]
+ *	  [PgssNgEvictNode] [key], a dshash element [key] [PgssNgHashEntry], a
+ *	  pending entry [key] [PgssNgEntryRef] [pending data]), a kind's
+ *	  backend-local handle, and what one file calls in another (grouped by
+ *	  file below).  docs/design.md, "Layers" and "Shared structures".
  *
  *-------------------------------------------------------------------------
  */
@@ -70,7 +49,7 @@
 #define PGSS_NG_BACKSTOP_MAX_EXTRA	20000
 
 /*
- * The ghosts (kind_evict.c): what eviction remembers of each victim, the
+ * The ghosts (kind_ghost.c): what eviction remembers of each victim, the
  * 64-bit hash of its key and its value, so that the key's next entry
  * starts from that value.  A set of PGSS_NG_GHOST_WAYS ghosts (one cache
  * line) per group of key hashes; at least 2 x max ghosts at start
@@ -90,9 +69,9 @@ typedef struct PgssNgGhostSet
 /* Whether, and why, an entry was removed from the hash. */
 typedef enum PgssNgRemoval
 {
-	PGSS_NG_LIVE = 0,			/* in the hash */
-	PGSS_NG_REMOVED_BY_RESET,			/* removed by a reset */
-	PGSS_NG_REMOVED_BY_EVICTION			/* removed by eviction */
+	PGSS_NG_REMOVAL_NONE = 0,	/* in the hash */
+	PGSS_NG_REMOVAL_RESET,		/* removed by a reset */
+	PGSS_NG_REMOVAL_EVICTION	/* removed by eviction */
 } PgssNgRemoval;
 
 /*
@@ -170,7 +149,7 @@ typedef struct PgssNgKindControl
 	dsa_pointer evict_front;	/* the eviction queue: both ends, and its */
 	dsa_pointer evict_back;		/* nodes, under <name>_dealloc */
 	PgssNgErrLimit errlimit;	/* log rate limit and allocation back-off
-								 * (kind_guard.c, lookup_or_create) */
+								 * (kind_guard.c, kind_create.c) */
 	uint32		ghost_sets;		/* sets of ghosts (a power of two) */
 	/* the in-place DSA area follows, MAXALIGN'd, then the ghosts */
 } PgssNgKindControl;
@@ -213,7 +192,16 @@ struct PgssNgKind
 	(KIND_NODE_OFFSET(kind) + PGSS_NG_NODE_KEY_OFFSET + (kind)->desc->key_size)
 #define KIND_NODE_BODY(kind, np)	((np) - KIND_NODE_OFFSET(kind))
 
-/* kind_evict.c: removal, references, usage, the queue and the backstop */
+/* kind_create.c */
+extern PgssNgCreateResult kind_lookup_or_create(PgssNgKind *kind,
+												const void *key,
+												PgssNgInitSharedFn init,
+												void *arg, bool want_ref,
+												double usage,
+												dsa_pointer *body_out,
+												PgssNgBodyHeader **hdr_out);
+
+/* kind_free.c: removal mark, references released, the refcounted free */
 extern void kind_free_body(PgssNgKind *kind, dsa_pointer body,
 						   PgssNgBodyHeader *hdr);
 extern void kind_release_ref(PgssNgKind *kind, dsa_pointer body,
@@ -222,6 +210,8 @@ extern void kind_mark_removed(PgssNgBodyHeader *hdr,
 							  PgssNgRemoval reason);
 extern void kind_forget_body(PgssNgKind *kind, dsa_pointer body,
 							 PgssNgBodyHeader *hdr);
+
+/* kind_evict.c: usage, the eviction queue, eviction and the backstop */
 extern double kind_decayed_usage(double usage, TimestampTz t,
 								 TimestampTz now);
 extern int	kind_backstop(PgssNgKind *kind);
@@ -230,7 +220,12 @@ extern void kind_push_new(PgssNgKind *kind, dsa_pointer np,
 extern void kind_take_new(PgssNgKind *kind);
 extern bool kind_remove_node(PgssNgKind *kind, dsa_pointer np,
 							 PgssNgRemoval reason);
+
+/* kind_ghost.c: the ghosts */
 extern uint32 kind_ghost_sets_for(int max_entries);
+extern uint64 kind_ghost_hash(PgssNgKind *kind, const void *key);
+extern void kind_ghost_remember(PgssNgKind *kind, uint64 h, double value,
+								TimestampTz now);
 extern double kind_ghost_usage(PgssNgKind *kind, const void *key,
 							   TimestampTz now);
 extern void kind_ghosts_forget(PgssNgKind *kind);

@@ -1,23 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind_maint.c
- *	  The kind layer's readers and maintenance: visiting every entry
- *	  (foreach), removing or
- *	  updating the entries whose key matches, reading, updating or
- *	  touching one entry, and the kind-wide counters and limit (max,
- *	  published in the control block).
- *
- * Owns: nothing of its own; it reads and removes what kind_entry.c creates,
- * and reads and resets the event counters of PgssNgKindControl.
- *
- * Locking: visits and updates take each partition lock shared (one at a
- * time), then the entry lock (shared to read, exclusively to update); a
- * reader's emit step (foreach) runs between the two, after the entry
- * lock is released and before the partition lock is;
- * removals take <name>_dealloc and walk the eviction queue, taking each
- * matching entry's partition lock exclusively, then its entry lock to
- * mark it removed.  The kind-wide counters are
- * atomics, read and written without a lock.
+ *	  Readers and maintenance: visiting every entry, removing or updating
+ *	  the entries whose key matches, reading, updating or touching one, the
+ *	  kind-wide counters (atomics) and max; owns nothing.  Locking:
+ *	  partition lock shared, then the entry lock (shared to read, exclusive
+ *	  to update), a reader's emit step between their releases; removals
+ *	  take <name>_dealloc first.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,18 +16,13 @@
 
 /*
  * pgss_ng_kind_foreach
- *		For every live shared entry: call visit with the entry's lock held
- *		shared (so the data is not torn) and its partition lock held shared
- *		(so it cannot be freed); visit must only copy what it needs into
- *		arg and must not take other locks of this kind.  If it returns true
- *		and emit is not NULL, emit(arg) runs next, after the entry lock is
- *		released but with the partition lock still held shared: it may do
- *		the per-entry work that needs no entry lock (e.g. build a tuple
- *		from the copy), so the entry lock is held only for the copy.  emit
- *		holds back creations and removals in that partition while it runs
- *		and must not take locks of this kind either.  An ERROR raised by
- *		either callback (e.g. out of memory) aborts the caller's
- *		transaction, which releases these LWLocks.
+ *		For every live entry: visit() copies what it needs into arg, under
+ *		the entry lock and the partition lock, both shared; if it returns
+ *		true, emit(arg) (if any) does the per-entry work on the copy after
+ *		the entry lock is released, the partition lock still held (so the
+ *		entry lock is held only for the copy).  Neither may take locks of
+ *		this kind; an ERROR in either aborts the caller's transaction,
+ *		which releases these LWLocks.
  */
 void
 pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
@@ -65,23 +49,13 @@ pgss_ng_kind_foreach(PgssNgKind *kind, PgssNgVisitFn visit,
 
 /*
  * pgss_ng_kind_remove_matching
- *		Remove every entry whose key matches (all if match is NULL) from the
- *		hash and release the hash's reference; bodies still referenced by
- *		pending data are freed by their last holder.  The entries are found
- *		through the eviction queue, which holds a node (with the key) for
- *		each of them (kind_take_new first adds those created since the last
- *		eviction); an entry created while the reset runs may stay.  Returns
- *		the number of entries removed.  Removing all (a full reset) is
- *		counted in full_resets first, so that a restore in progress stops
- *		there (see pgss_ng_kind_restore_begin), and forgets the ghosts.
- *		Locks: <name>_dealloc (waiting: a reset waits for a running
- *		eviction, or an entry being restored), then, for each entry
- *		removed, its partition lock exclusively and its entry lock to set
- *		removed (kind_remove_node).
- *		locked (if not NULL) is called with arg after the removals,
- *		<name>_dealloc still held: what the kind keeps of evicted entries
- *		(evicted_cb) is cleared there, so that no eviction comes between
- *		the two.
+ *		Remove every entry whose key matches (all: match NULL), found
+ *		through the eviction queue; one created meanwhile may stay.  Returns
+ *		how many.  A full reset is counted in full_resets first (stopping a
+ *		restore in progress) and forgets the ghosts.  Waits for
+ *		<name>_dealloc, then kind_remove_node() per entry; locked(arg), if
+ *		given, runs before <name>_dealloc is released, so that the kind
+ *		clears what it keeps of evicted entries with no eviction between.
  */
 uint64
 pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg,
@@ -106,7 +80,7 @@ pgss_ng_kind_remove_matching(PgssNgKind *kind, PgssNgMatchFn match, void *arg,
 		dsa_pointer next = node->next;
 
 		if ((match == NULL || match(PgssNgNodeKey(node), arg)) &&
-			kind_remove_node(kind, np, PGSS_NG_REMOVED_BY_RESET))
+			kind_remove_node(kind, np, PGSS_NG_REMOVAL_RESET))
 			nremoved++;
 		np = next;
 	}

@@ -1,17 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * kind_shmem.c
- *	  Set-up of a kind: its handle, its named LWLocks, its control block
- *	  and DSA area in main shared memory (in the postmaster), and a
- *	  backend's attachment to them and detachment at exit.
- *
- * Owns: PgssNgKindControl's creation and the tranche ids in it; a
- * handle's area, hash and pending hash (made at attach, released at
- * detach).  The layer registers no exit callback: the kind's owner flushes
- * and then calls pgss_ng_kind_detach() from its own (see kind.h).
- *
- * Locking: set-up runs with AddinShmemInitLock held by the caller; attach
- * and detach take no lock of this layer (dsa and dshash take their own).
+ *	  Set-up of a kind: its handle, named LWLocks, control block and DSA
+ *	  area in main shared memory (in the postmaster, AddinShmemInitLock
+ *	  held), and a backend's attach and detach (no lock of this layer).
+ *	  Owns the control block's creation and tranche ids, a handle's area,
+ *	  hash and pending hash.  No exit callback of its own: the kind's owner
+ *	  flushes, then calls pgss_ng_kind_detach() (kind.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -36,16 +31,12 @@
 
 /*
  * DSM segments the area grows by (where the server lets it choose:
- * pgver.h): the first of PGSS_NG_DSA_SEGMENT_MIN, each pair after it
- * twice the size of the pair before, up to the largest power of two not
- * above PGSS_NG_DSA_SEGMENT_PER_ENTRY bytes per entry of max (as the kind
- * was made), but at least PGSS_NG_DSA_SEGMENT_MIN.  A segment is
- * committed whole when it is made: DSA's own doubling, without a limit,
- * commits up to half again what the entries use; these keep the unused
- * part of the last segment under 64 bytes per entry of max, in a few
- * dozen segments.  Smaller segments than 1 MB would waste more: DSA
- * carves 64 kB superblocks out of them, and what is left of a segment
- * after its last whole one holds only large allocations.
+ * pgver.h): PGSS_NG_DSA_SEGMENT_MIN first, each pair after it twice the
+ * pair before, up to the power of two at or below
+ * PGSS_NG_DSA_SEGMENT_PER_ENTRY bytes per entry of max (at least the
+ * minimum).  A segment is committed whole: DSA's unbounded doubling
+ * commits up to half again what is used; these leave under 64 bytes per
+ * entry unused.  Below 1 MB, DSA's 64 kB superblocks would waste more.
  */
 #define PGSS_NG_DSA_SEGMENT_MIN			(1024 * 1024)
 #define PGSS_NG_DSA_SEGMENT_PER_ENTRY	64
@@ -185,20 +176,13 @@ largest_segment(int max_entries)
 
 /*
  * pgss_ng_kind_shmem_startup
- *		Create (first time) or find the kind's shared state.  A new control
- *		block starts with max_entries as max, until the kind's owner
- *		publishes another (pgss_ng_kind_set_max_entries).
- *
- * Called from shmem_startup_hook with AddinShmemInitLock held, in the
- * postmaster (and again after a crash reinitialized shared memory).  The
- * first time, the DSA area is created in place and pinned, and the dshash is
- * created while the area is limited to its in-place size, so that the
- * postmaster never creates or attaches a DSM segment.  The postmaster then
- * detaches; backends attach lazily (pgss_ng_kind_attach).
- *
- * The tranche names are registered here so that every process forked from
- * the postmaster knows them (wait events show them, not "extension").
- * Memory: tranche names in TopMemoryContext.  Errors: out of shared memory.
+ *		Create (first time) or find the kind's shared state, with
+ *		max_entries as max until the owner publishes another.  In the
+ *		postmaster (again after a crash), AddinShmemInitLock held: the DSA
+ *		area is made in place and the dshash while the area is limited to
+ *		that, so the postmaster never makes or maps a DSM segment.  The
+ *		tranche names are registered here for every forked process.
+ *		Memory: names in TopMemoryContext.  Errors: out of shared memory.
  */
 void
 pgss_ng_kind_shmem_startup(PgssNgKind *kind, const char *shmem_name,

@@ -325,7 +325,7 @@ record_now(const PgssNgStmtKey *key, const PgssNgCall *s)
 	switch (pgss_ng_stmt_lock(key, s->query, s->query_location, s->query_len,
 							  &ref))
 	{
-		case PGSS_NG_KEY_LOCKED:
+		case PGSS_NG_LOCK_KEY_LOCKED:
 			/*
 			 * The histogram, then the plan rows: only they may raise an
 			 * ERROR (a chunk's allocation, a mapping), each before it writes.
@@ -338,12 +338,12 @@ record_now(const PgssNgStmtKey *key, const PgssNgCall *s)
 			count_sums(&((PgssNgStmtShared *) ref.shared_data)->counters, s);
 			pgss_ng_stmt_count_locked(&ref, s->phase, s->total_time);
 			return true;
-		case PGSS_NG_KEY_BUSY:
+		case PGSS_NG_LOCK_KEY_BUSY:
 			count_one(pgss_ng_stmt_keep_pending(&ref, s->query,
 												s->query_location,
 												s->query_len), s);
 			return true;
-		case PGSS_NG_KEY_FAILED:
+		case PGSS_NG_LOCK_KEY_FAILED:
 			break;
 	}
 	return false;
@@ -436,7 +436,7 @@ flush_guarded(void *arg)
 {
 	pgss_ng_kind_flush(pgss_ng_stmt_kind, *(bool *) arg);
 	/* after a lowered pgss_ng.max, or an eviction that found its lock busy */
-	pgss_ng_kind_evict(pgss_ng_stmt_kind);
+	pgss_ng_kind_run_eviction(pgss_ng_stmt_kind);
 }
 
 /*
@@ -447,12 +447,12 @@ static void
 enforce_max_guarded(void *arg)
 {
 	if (pgss_ng_stmt_attach())
-		pgss_ng_kind_evict(pgss_ng_stmt_kind);
+		pgss_ng_kind_run_eviction(pgss_ng_stmt_kind);
 }
 
 /*
  * pgss_ng_stmt_enforce_max
- *		Evict now if live entries exceed max (pgss_ng_kind_evict), for the
+ *		Evict now if live entries exceed max (pgss_ng_kind_run_eviction), for the
  *		writer after it published a lowered pgss_ng.max, so that the table
  *		follows a reload without waiting for some backend's next flush.  No
  *		ERROR escapes (pgss_ng_kind_guard).

@@ -171,7 +171,7 @@ pgss_ng_stmt_lock(const PgssNgStmtKey *key, const char *query, int location,
 	PgssNgStmtShared *sh;
 
 	r = pgss_ng_kind_lock_key(pgss_ng_stmt_kind, key, stmt_init, &ia, ref);
-	if (r != PGSS_NG_KEY_LOCKED)
+	if (r != PGSS_NG_LOCK_KEY_LOCKED)
 		return r;
 	sh = (PgssNgStmtShared *) ref->shared_data;
 	if (unlikely(sh->qtext_failed))

@@ -338,14 +338,14 @@ restore_guarded(void *arg)
 	switch (pgss_ng_kind_restore(kind, &rec->key, stmt_restore_init, r,
 								 rec->usage))
 	{
-		case PGSS_NG_CREATED:
+		case PGSS_NG_CREATE_NEW:
 			restored = true;
 			(void) pgss_ng_kind_update(kind, &rec->key, stmt_restored_changed,
 									   NULL);
 			if (r->text_dropped)
 				r->rs->texts_dropped++;
 			break;
-		case PGSS_NG_EXISTS:
+		case PGSS_NG_CREATE_EXISTS:
 			/* a backend was faster: add the saved counts to its entry */
 			restored = pgss_ng_kind_update(kind, &rec->key, stmt_merge_saved,
 										   r);

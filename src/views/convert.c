@@ -1,25 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * convert.c
- *	  A stored query text shown in the reader's database encoding.
- *
- * Each entry's text is stored in the encoding of the database it was
- * run in, valid there (the server checked the statement, or the restore
- * checked the saved text) and without NUL bytes.  A reader in another
- * database may not be able to show it: a character with no equivalent in
- * the reader's encoding (UTF8 text read from a LATIN1 database), bytes
- * from a SQL_ASCII database that are not valid in it, or two encodings
- * without a conversion between them.  PostgreSQL's own conversion
- * (pg_any_to_server) raises an ERROR then, which would make one role's
- * statement break every reader's read of the view.  Here every character
- * that cannot be shown becomes the substitute: U+FFFD (the Unicode
- * replacement character) in a UTF8 database, '?' in any other; the rest
- * is converted as the server converts it.  A reader in a SQL_ASCII
- * database gets the bytes as they are, as the server gives it any text.
- *
- * Locking: none.  Errors: out of memory only; the conversion functions
- * are called in their no-error mode, and a failed catalog lookup of one
- * means "no conversion".
+ *	  A stored query text (valid in its database's encoding, no NUL) shown
+ *	  in the reader's encoding without the ERROR pg_any_to_server() would
+ *	  raise (one role's statement would break every read): what cannot be
+ *	  shown becomes U+FFFD in a UTF8 database, '?' in another; SQL_ASCII
+ *	  readers get the bytes.  Conversions run in their no-error mode, a
+ *	  failed lookup of one meaning "no conversion".  No lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -162,13 +149,11 @@ convert_with_substitutes(PgssNgConvert *cv, Oid proc, const char *text,
 
 /*
  * pgss_ng_convert_text
- *		The text (len bytes in encoding, valid there, no NUL) as the
- *		reader's database shows it: text itself when it needs no change
- *		(the same encoding, a SQL_ASCII reader, or SQL_ASCII bytes valid in
- *		the reader's encoding), else the converted text in cv's buffer,
- *		valid until the next call; its length in *outlen.  Never raises an
- *		ERROR but out of memory.  Memory: cv's buffers grow in the context
- *		that was current at pgss_ng_convert_init.
+ *		The text (len bytes in encoding, valid, no NUL) as the reader's
+ *		database shows it: text itself when unchanged, else the converted
+ *		text in cv's buffer until the next call; its length in *outlen.  No
+ *		ERROR but out of memory.  Memory: the context current at
+ *		pgss_ng_convert_init.
  */
 const char *
 pgss_ng_convert_text(PgssNgConvert *cv, const char *text, int len,

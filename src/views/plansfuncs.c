@@ -1,20 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * plansfuncs.c
- *	  SQL-callable pgss_ng_plans(showtext): one row per plan of each
- *	  statement (stmt/plans.h), with its calls, execution times, rows,
- *	  first and last call, and its EXPLAIN (COSTS OFF) text; and
- *	  pgss_ng_plans_info(), the plan rows' counters.  Each fills the
- *	  columns its calling SQL declares (resultcols.c).
- *
- * Privileges follow pgss_ng's (sqlfuncs.c): every role sees every row's
- * numbers, but which statement and plan a row is (queryid, planid) and
- * its text only for its own statements, unless it has the privileges of
- * pg_read_all_stats.
- *
- * Locking: none taken here; the read takes the statement kind's partition
- * locks and entry locks shared (pgss_ng_plans_read), each row put in the
- * tuplestore with a partition lock held shared.
+ *	  pgss_ng_plans(showtext): one row per plan of each statement
+ *	  (stmt/plans.h), with its calls, times, rows, first and last call and
+ *	  EXPLAIN (COSTS OFF) text; pgss_ng_plans_info(), the plan rows'
+ *	  counters.  Privileges as pgss_ng's: queryid, planid and text of
+ *	  another role's statements need pg_read_all_stats's.  No lock taken
+ *	  here; the read's: pgss_ng_plans_read.
  *
  *-------------------------------------------------------------------------
  */
@@ -122,13 +114,10 @@ put_plan_row(const PgssNgPlanSnapshot *ps, void *arg)
 
 /*
  * pgss_ng_plans
- *		pgss_ng_plans(showtext): SETOF record, one row per plan row with
- *		calls: userid, dbid, toplevel, queryid, planid, calls,
- *		total_exec_time, min_exec_time, max_exec_time, mean_exec_time,
- *		rows, first_call, last_call, plan (NULL without showtext, or when
- *		its text was not kept), the ones its SQL declares.  The caller's
- *		pending counts are flushed first.  Errors: library not preloaded;
- *		a declared column that the library does not make.
+ *		pgss_ng_plans(showtext): a row per plan row with calls, with the
+ *		columns its SQL declares (plan NULL without showtext or a kept
+ *		text), the caller's pending counts flushed first.  Errors: not
+ *		preloaded; a declared column the library does not make.
  */
 Datum
 pgss_ng_plans(PG_FUNCTION_ARGS)
@@ -155,14 +144,10 @@ pgss_ng_plans(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_plans_info
- *		One row of the plan rows' counters (pgss_ng_plans_stats), which the
- *		view pgss_ng_info shows: plan_rows, plan_rows_max,
- *		plan_rows_evicted, plan_calls_dropped, plan_text_bytes,
- *		plan_text_limit_bytes, plan_text_dropped, plan_text_failures
- *		(docs/reference.md), everyone's: plan texts are not shared between
- *		roles, so their bytes tell nothing of another role's statements.
- *		Errors: library not preloaded; a declared column that the library
- *		does not make.
+ *		One row of the plan rows' counters (pgss_ng_plans_stats) for the
+ *		view pgss_ng_info, for every role: plan texts are not shared
+ *		between roles, so their bytes tell nothing of another's.  Errors:
+ *		not preloaded; a declared column the library does not make.
  */
 Datum
 pgss_ng_plans_info(PG_FUNCTION_ARGS)

@@ -1,19 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * resultcols.c
- *	  The columns a read function makes, matched by name and type with the
- *	  columns its SQL declaration asks for.
- *
- * A library is often newer than the SQL objects of a database (the
- * library is replaced, ALTER EXTENSION ... UPDATE comes later): a function
- * of an earlier extension version declares fewer columns, since new ones
- * are only appended, and gets exactly those.  Each declared column is
- * looked up by name among the made ones; a name the library does not make
- * or a type that differs is an ERROR naming the ALTER EXTENSION to run,
- * never a row read past what was filled.
- *
- * Locking: none (the pg_extension lookup of the ERROR path takes
- * AccessShareLock on the catalog).
+ *	  The columns a read function makes, matched by name and type with
+ *	  those its SQL declares: a function of an earlier extension version
+ *	  (a newer library, ALTER EXTENSION ... UPDATE not yet run) declares
+ *	  fewer and gets exactly those; an unknown name or another type is an
+ *	  ERROR naming the ALTER EXTENSION to run.  No lock but AccessShareLock
+ *	  on pg_extension, on that ERROR's path.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,13 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * resultcols.h
- *	  The columns a read function makes, matched with the columns its SQL
- *	  declaration asks for (resultcols.c): a library works with the SQL
- *	  objects of every earlier extension version, whose functions declare
- *	  fewer columns (new ones are only appended), and refuses any other
- *	  declaration with an ERROR that says what to run.
- *
- * Locking: none.
+ *	  The columns a read function makes, matched with those its SQL
+ *	  declares (resultcols.c): every earlier extension version's functions
+ *	  declare fewer (new ones are only appended); any other declaration is
+ *	  an ERROR that says what to run.
  *
  *-------------------------------------------------------------------------
  */

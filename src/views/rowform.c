@@ -1,23 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * rowform.c
- *	  Rows of a set-returning function's result, built without
- *	  heap_form_tuple's per-column generality.
- *
- * Reading pgss_ng at 5,000 entries spent about 70% of the function's
- * instructions in heap_form_minimal_tuple (heap_compute_data_size,
- * heap_fill_tuple, fill_val): some 90 instructions per column and row,
- * for every column of every row.  A row form looks at the tuple
- * descriptor once per call and sorts its columns into the two kinds the
- * SQL functions return, pass-by-value (oid, bool, int8, float8,
- * timestamptz) and varlena that may be packed (text, numeric); each row
- * is then laid out in two tight passes into one reused buffer, with
- * exactly the layout heap_form_tuple gives (an assertion-enabled build
- * checks every row against it), and handed to the tuplestore, which
- * copies it.  A descriptor with a column of another kind, or a value that
- * is external or compressed, takes heap_form_tuple's way.
- *
- * Locking: none.
+ *	  Rows of a set-returning function's result without heap_form_tuple's
+ *	  per-column generality (docs/design.md, "The shape of the view"):
+ *	  columns sorted once per call into pass-by-value and packable varlena;
+ *	  each row laid out in two passes into one reused buffer, as
+ *	  heap_form_tuple lays it out (checked with assertions).  Other columns,
+ *	  or an external or compressed value, take heap_form_tuple's way.
  *
  *-------------------------------------------------------------------------
  */

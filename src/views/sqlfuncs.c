@@ -1,42 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * sqlfuncs.c
- *	  SQL-callable functions: pgss_ng(showtext, changed_since) (the
- *	  counters) and pgss_ng_detail(showtext, changed_since) (the same rows,
- *	  with when each entry last ran, its time quantiles, its CPU times and
- *	  its wait times), pgss_ng_reset(...), pgss_ng_info(),
- *	  pgss_ng_info_memory(), pgss_ng_evicted(), pgss_ng_evictions() and the
- *	  time histograms of one entry,
- *	  pgss_ng_exec_time_histogram(...) and pgss_ng_plan_time_histogram(...).
- *
- * Privileges follow pg_stat_statements, one rule: every role sees every
- * entry's numbers (counters, times, quantiles, CPU, errors), but which
- * statement an entry is (its queryid and text) only for its own statements
- * unless it has the privileges of pg_read_all_stats (superusers do).  The
- * histogram functions name the entry by its queryid, so another role's
- * need those privileges: an answer would tell that the role ran the
- * statement of a queryid the caller computed.  The evicted remainder of
- * other roles needs them too (the issue's rule: other roles' rows only
- * for those privileges).  pgss_ng_reset() is revoked
- * from PUBLIC in the install script.
- *
- * These functions only turn what the statement kind (stmt_kind.h) gives
- * them into tuples: the entries as a read gives them, the info counters; the
- * reset is the statement kind's.  Columns of the counters that add up
- * follow PGSS_NG_SUM_COUNTERS, and pgss_ng's own (PGSS_NG_OWN_COUNTERS)
- * come after every pg_stat_statements column.  Each function fills the
- * columns its SQL declares, by name (resultcols.c: an earlier version's
- * SQL declares fewer), and pgss_ng_compat's share the bodies (sqlfuncs.h).
- * The statement rows are laid out by a row form (rowform.c), not
- * heap_form_tuple: reading the view is mostly building and printing rows
- * (docs/design.md, "What a reader sees").
- *
- * Locking: none taken here.  The read (pgss_ng_stmt_read) takes each
- * partition lock shared and each entry lock shared just long enough to
- * copy the entry; each row is built and put in the tuplestore right after
- * the entry lock is released, with the partition lock still held shared
- * (no array of copies is made: at 5,000 entries it was megabytes of fresh
- * memory per read).
+ *	  pgss_ng(showtext, changed_since), pgss_ng_detail(...) (the same rows
+ *	  with last run, quantiles, CPU and wait times), pgss_ng_evicted() and
+ *	  pgss_ng_evictions(): what the statement kind gives, as tuples, each
+ *	  filling the columns its SQL declares (resultcols.c).  docs/design.md,
+ *	  "Privileges" and "What a reader sees".  No lock taken here: each row
+ *	  is built right after the read copied its entry.
  *
  *-------------------------------------------------------------------------
  */
@@ -61,31 +31,18 @@
 #include "sqlfuncs.h"
 #include "stmt/stmt_evicted.h"
 #include "stmt/stmt_read.h"
-#include "stmt/stmt_reset.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng);
 PG_FUNCTION_INFO_V1(pgss_ng_detail);
-PG_FUNCTION_INFO_V1(pgss_ng_reset);
-PG_FUNCTION_INFO_V1(pgss_ng_info);
-PG_FUNCTION_INFO_V1(pgss_ng_info_memory);
 PG_FUNCTION_INFO_V1(pgss_ng_evicted);
 PG_FUNCTION_INFO_V1(pgss_ng_evictions);
-PG_FUNCTION_INFO_V1(pgss_ng_exec_time_histogram);
-PG_FUNCTION_INFO_V1(pgss_ng_plan_time_histogram);
 
-/*
- * number of output columns of pgss_ng(): key and text, time groups, sums,
- * stats_since and minmax_stats_since, own counters
- */
+/* pgss_ng()'s columns: key, text, time groups, sums, since, own counters */
 #define PGSS_NG_COLS \
 	(5 + 6 * PGSS_NG_NUMPHASE + PGSS_NG_NUM_SUM_COUNTERS + 2 + \
 	 PGSS_NG_NUM_OWN_COUNTERS)
 
-/*
- * number of output columns of pgss_ng_detail(): pgss_ng()'s, then
- * last_executed, quantiles, CPU times, wait times, plans_seen and
- * last_plan_change
- */
+/* pgss_ng_detail()'s: pgss_ng()'s, last run, quantiles, CPU, waits, plans */
 #define PGSS_NG_DETAIL_COLS \
 	(PGSS_NG_COLS + 1 + PGSS_NG_NUM_QUANTILES * PGSS_NG_NUMPHASE + \
 	 2 * PGSS_NG_NUMPHASE + PGSS_NG_WAIT_NGROUPS + 2)
@@ -146,11 +103,11 @@ StaticAssertDecl(PGSS_NG_WAIT_NGROUPS == 7,
 				 "WAIT_COLUMNS must name every group of wait event types");
 
 /*
- * check_loaded
+ * pgss_ng_views_check_loaded
  *		ERROR unless the library was preloaded and this backend attached.
  */
-static void
-check_loaded(void)
+void
+pgss_ng_views_check_loaded(void)
 {
 	if (!pgss_ng_stmt_attach())
 		ereport(ERROR,
@@ -190,9 +147,8 @@ counter_datum_NUMERIC(uint64 v)
 
 /*
  * PUT_COUNTER
- *		X macro for PGSS_NG_SUM_COUNTERS / PGSS_NG_OWN_COUNTERS: emit counter
- *		name of c (a PgssNgCounters *) into values[i++], NULL where this
- *		build cannot measure it.  Uses the caller's values, nulls, i and c.
+ *		X macro: counter name of c into values[i++], NULL where this build
+ *		cannot measure it (the caller's values, nulls, i and c).
  */
 #define PUT_COUNTER(name, ctype, sqltype, measured) \
 	if (measured) \
@@ -202,8 +158,7 @@ counter_datum_NUMERIC(uint64 v)
 
 /*
  * put_time_columns
- *		Emit the calls/total/min/max/mean/stddev group of one phase (plan
- *		or exec).  Times in ms.  Returns the next column index.
+ *		calls, total, min, max, mean, stddev (ms) of one phase; next index.
  */
 static int
 put_time_columns(Datum *values, int i, const PgssNgTimeStats *t)
@@ -219,9 +174,8 @@ put_time_columns(Datum *values, int i, const PgssNgTimeStats *t)
 
 /*
  * put_quantile_columns
- *		Emit the time quantiles of one phase (ms), NULL when its histogram
- *		is empty (no call since the last reset).  Returns the next column
- *		index.
+ *		The time quantiles of one phase (ms), NULL when its histogram is
+ *		empty.  Returns the next column index.
  */
 static int
 put_quantile_columns(Datum *values, bool *nulls, int i, const double *q)
@@ -240,9 +194,8 @@ put_quantile_columns(Datum *values, bool *nulls, int i, const double *q)
 
 /*
  * put_cpu_columns
- *		Emit the user and system CPU time (ms) of one phase, NULL when no
- *		call of it was sampled (pgss_ng.track_cpu off).  Returns the next
- *		column index.
+ *		User and system CPU time (ms) of one phase, NULL when no call of it
+ *		was sampled.  Returns the next column index.
  */
 static int
 put_cpu_columns(Datum *values, bool *nulls, int i, const PgssNgCounters *c,
@@ -276,12 +229,9 @@ typedef struct ReadRows
 
 /*
  * put_identity_columns
- *		Emit userid, dbid, toplevel, queryid and query: the last two only
- *		for the role's own statements or with the privileges of
- *		pg_read_all_stats; the text in the database's encoding, each
- *		character that has no equivalent there substituted (convert.c:
- *		one role's text never makes a read fail).  Returns the next column
- *		index.
+ *		userid, dbid, toplevel, queryid and query (the last two for the
+ *		role's own statements or with pg_read_all_stats's privileges; the
+ *		text converted: convert.c).  Returns the next column index.
  */
 static int
 put_identity_columns(Datum *values, bool *nulls, int i,
@@ -323,9 +273,8 @@ put_identity_columns(Datum *values, bool *nulls, int i,
 
 /*
  * put_wait_columns
- *		Emit the wait time columns (ms: samples x pgss_ng.wait_sample_period)
- *		of the samples per type, NULL while sampling is off (no period to
- *		weigh them with).  Returns the next column index.
+ *		Wait times (ms: samples x pgss_ng.wait_sample_period) by type, NULL
+ *		while sampling is off.  Returns the next column index.
  */
 static int
 put_wait_columns(Datum *values, bool *nulls, int i, const uint64 *samples)
@@ -346,12 +295,10 @@ put_wait_columns(Datum *values, bool *nulls, int i, const uint64 *samples)
 
 /*
  * put_row
- *		pgss_ng_stmt_read emit function: one row of pgss_ng(), with
- *		pgss_ng_detail()'s columns if declared (rr->detail), for an entry,
- *		with the declared columns (rr->result), put in the result's
- *		tuplestore.  Runs with a partition lock of the statement kind held
- *		shared (see pgss_ng_stmt_read).  Memory: the tuplestore's; a
- *		converted text in CurrentMemoryContext.
+ *		pgss_ng_stmt_read's emit function: an entry's row of pgss_ng(), with
+ *		pgss_ng_detail()'s columns if rr->detail, into the tuplestore.  A
+ *		partition lock is held shared.  Memory: a converted text in
+ *		CurrentMemoryContext.
  */
 static void
 put_row(const PgssNgStmtSnapshot *es, void *arg)
@@ -418,16 +365,14 @@ put_row(const PgssNgStmtSnapshot *es, void *arg)
 
 /*
  * read_rows_start
- *		Begin a read of statement rows for the calling role: check that the
- *		library is loaded, note the caller's privileges and encoding and
- *		the "<insufficient privilege>" text (memory context: the caller's),
- *		and make the result's tuplestore.  The caller then sets detail,
- *		showtext and rowform, which start false/NULL.
+ *		Begin a read of statement rows: check the library, note the caller's
+ *		privileges and encoding, make the tuplestore (the caller sets
+ *		detail, showtext and rowform).
  */
 static void
 read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
 {
-	check_loaded();
+	pgss_ng_views_check_loaded();
 	memset(rr, 0, sizeof(*rr));
 	rr->rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	rr->userid = GetUserId();
@@ -440,16 +385,11 @@ read_rows_start(ReadRows *rr, FunctionCallInfo fcinfo)
 
 /*
  * pgss_ng_views_statements
- *		The body of pgss_ng(), pgss_ng_detail() and pgss_ng_compat's
- *		pg_stat_statements(): one row per entry with calls, plans or
- *		errors > 0 (with PGSS_NG_VIEWS_EXECUTED: calls or plans > 0; see
- *		put_row for the columns, and the functions' comments), with the
- *		columns the calling SQL declares (by name, through aliases: see
- *		pgss_ng_result_map; pgss_ng_detail's own are made only when one of
- *		them is declared); with changed_since (a second argument) not NULL,
- *		only the entries changed at or after it.  A NULL showtext returns
- *		no rows, as a strict function would.  Errors: library not
- *		preloaded; a declared column that the library does not make.
+ *		The body of pgss_ng(), pgss_ng_detail() and pg_stat_statements(): a
+ *		row per entry with calls, plans or errors (PGSS_NG_VIEWS_EXECUTED:
+ *		calls or plans), changed at or after changed_since if not NULL, none
+ *		for a NULL showtext; the declared columns, by name through aliases.
+ *		Errors: not preloaded; a declared column the library does not make.
  */
 Datum
 pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
@@ -487,15 +427,11 @@ pgss_ng_views_statements(FunctionCallInfo fcinfo, int flags,
 
 /*
  * pgss_ng
- *		pgss_ng(showtext, changed_since): SETOF record, one row per entry
- *		with calls, plans or errors > 0; with changed_since not NULL, only
- *		the entries changed (created or updated by a flush, a min/max reset
- *		or a restore) at or after it.  Columns as pg_stat_statements 1.12
- *		(PostgreSQL 18) on every server version, NULL where the server
- *		cannot measure a counter (its "measured" flag in
- *		PGSS_NG_SUM_COUNTERS), then pgss_ng's own: errors,
- *		error_exec_time.  The caller's own pending counters are flushed
- *		first, so a session always sees its own finished statements.  See
+ *		pgss_ng(showtext, changed_since): pg_stat_statements 1.12's columns
+ *		on every version (NULL where the server cannot measure a counter),
+ *		then errors and error_exec_time; changed_since keeps the entries
+ *		created or updated (flush, min/max reset, restore) at or after it.
+ *		The caller's pending counters are flushed first.  See
  *		pgss_ng_views_statements.
  */
 Datum
@@ -506,10 +442,8 @@ pgss_ng(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_detail
- *		pgss_ng_detail(showtext, changed_since): pgss_ng()'s rows with more
- *		columns: last_executed (NULL when no execution was recorded), exec
- *		and plan time quantiles, exec and plan CPU times, wait times.  See
- *		pgss_ng_views_statements.
+ *		pgss_ng_detail(showtext, changed_since): pgss_ng()'s rows, then
+ *		last_executed, time quantiles, CPU times and wait times.
  */
 Datum
 pgss_ng_detail(PG_FUNCTION_ARGS)
@@ -542,14 +476,11 @@ StaticAssertDecl(lengthof(evicted_columns) == PGSS_NG_EVICTED_COLS,
 
 /*
  * pgss_ng_evicted
- *		pgss_ng_evicted(): SETOF record, one row per (userid, dbid,
- *		toplevel) of the evicted remainder (stmt_evicted.c): the columns of
- *		pgss_ng that add up, summed over the evicted entries, then entries
- *		and evicted_since, then the wait times.  A role without the
- *		privileges of
- *		pg_read_all_stats sees only its own rows; the overflow rows (userid
- *		and dbid NULL) only such roles see.  Errors: library not preloaded;
- *		a declared column that the library does not make.
+ *		pgss_ng_evicted(): a row per (userid, dbid, toplevel) of the evicted
+ *		remainder: pgss_ng's columns that add up, entries, evicted_since,
+ *		wait times.  Another role's rows and the overflow rows need
+ *		pg_read_all_stats's privileges.  Errors: not preloaded; a declared
+ *		column the library does not make.
  */
 Datum
 pgss_ng_evicted(PG_FUNCTION_ARGS)
@@ -561,7 +492,7 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 	int			n;
 	int			r;
 
-	check_loaded();
+	pgss_ng_views_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
 	pgss_ng_result_map(&rm, fcinfo, rsinfo->setDesc, evicted_columns,
 					   PGSS_NG_EVICTED_COLS, NULL);
@@ -614,12 +545,9 @@ pgss_ng_evicted(PG_FUNCTION_ARGS)
 
 /*
  * pgss_ng_evictions
- *		pgss_ng_evictions(): SETOF record, the eviction log, oldest first:
- *		userid, dbid, toplevel, queryid, query (the start of the text),
- *		calls, total_exec_time, stats_since, evicted_at.  queryid and query
- *		of other roles' entries as in pgss_ng (put_identity_columns).
- *		Errors: library not preloaded; a declared column that the library
- *		does not make.
+ *		pgss_ng_evictions(): the eviction log, oldest first (the start of
+ *		each text); queryid and query as in pgss_ng.  Errors: not
+ *		preloaded; a declared column the library does not make.
  */
 Datum
 pgss_ng_evictions(PG_FUNCTION_ARGS)
@@ -668,258 +596,4 @@ pgss_ng_evictions(PG_FUNCTION_ARGS)
 	pfree(log);
 	pfree(es);
 	return (Datum) 0;
-}
-
-/*
- * pgss_ng_views_reset
- *		The statement kind's reset (pgss_ng_stmt_reset(), which says what
- *		is removed or restarted); returns its time.  The body of
- *		pgss_ng_reset() and of pgss_ng_compat's pg_stat_statements_reset().
- *		Errors: library not preloaded.
- */
-TimestampTz
-pgss_ng_views_reset(Oid userid, Oid dbid, uint64 queryid, bool minmax_only)
-{
-	check_loaded();
-	return pgss_ng_stmt_reset(userid, dbid, queryid, minmax_only);
-}
-
-/*
- * pgss_ng_reset
- *		pgss_ng_reset(userid, dbid, queryid, minmax_only): see
- *		pgss_ng_views_reset.  Returns the time of the reset.
- *		Errors: library not preloaded; EXECUTE privilege (install script).
- */
-Datum
-pgss_ng_reset(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_TIMESTAMPTZ(pgss_ng_views_reset(PG_GETARG_OID(0),
-											  PG_GETARG_OID(1),
-											  (uint64) PG_GETARG_INT64(2),
-											  PG_GETARG_BOOL(3)));
-}
-
-/*
- * pgss_ng_info
- *		One row of extension-wide counters: dealloc, stats_reset, entries,
- *		dropped, entries_allocated, entries_max, backstop_skips,
- *		qtext_bytes, qtext_limit_bytes, qtext_count, qtext_dropped,
- *		entries_evicted, eviction_time (see README); qtext_bytes,
- *		qtext_count and qtext_dropped are NULL for roles without the
- *		privileges of pg_read_all_stats.  The body of pgss_ng_info() and of
- *		pgss_ng_compat's pg_stat_statements_info(), whose columns are its
- *		first two.  Errors: library not preloaded; a declared column that
- *		the library does not make.
- */
-Datum
-pgss_ng_views_info(FunctionCallInfo fcinfo)
-{
-	static const PgssNgColumn columns[] = {
-		{"dealloc", INT8OID}, {"stats_reset", TIMESTAMPTZOID},
-		{"entries", INT8OID}, {"dropped", INT8OID},
-		{"entries_allocated", INT8OID}, {"entries_max", INT8OID},
-		{"backstop_skips", INT8OID}, {"qtext_bytes", INT8OID},
-		{"qtext_limit_bytes", INT8OID}, {"qtext_count", INT8OID},
-		{"qtext_dropped", INT8OID}, {"entries_evicted", INT8OID},
-		{"eviction_time", FLOAT8OID}, {"last_eviction", TIMESTAMPTZOID}
-	};
-	TupleDesc	tupdesc;
-	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)];
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
-	PgssNgInfoSnapshot info;
-	int			i = 0;
-
-	check_loaded();
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
-
-	pgss_ng_stmt_info(&info);
-
-	memset(nulls_made, 0, sizeof(nulls_made));
-	values[i++] = Int64GetDatum(info.kind.dealloc);
-	values[i++] = TimestampTzGetDatum(info.stats_reset);
-	values[i++] = Int64GetDatum(info.kind.entries);
-	values[i++] = Int64GetDatum(info.dropped);
-	values[i++] = Int64GetDatum(info.kind.entries_allocated);
-	values[i++] = Int64GetDatum(info.kind.entries_max);
-	values[i++] = Int64GetDatum(info.kind.backstop_skips);
-	/*
-	 * Texts are shared by all roles (deduplicated), so how the arena's
-	 * size and count move would tell whether another role ran a guessed
-	 * text: only roles allowed to read every text see them.
-	 */
-	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-	{
-		values[i++] = Int64GetDatum(info.qtext.bytes);
-		values[i++] = Int64GetDatum(info.qtext.limit_bytes);
-		values[i++] = Int64GetDatum(info.qtext.count);
-		values[i++] = Int64GetDatum(info.qtext.dropped);
-	}
-	else
-	{
-		nulls[i++] = true;
-		values[i++] = Int64GetDatum(info.qtext.limit_bytes);
-		nulls[i++] = true;
-		nulls[i++] = true;
-	}
-	values[i++] = Int64GetDatum(info.kind.entries_evicted);
-	values[i++] = Float8GetDatum((double) info.kind.eviction_ns / 1e6);
-	if (info.kind.last_eviction != 0)
-		values[i++] = TimestampTzGetDatum(info.kind.last_eviction);
-	else
-		nulls[i++] = true;
-	Assert(i == lengthof(columns));
-
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/*
- * pgss_ng_info
- *		pgss_ng_info(): see pgss_ng_views_info.
- */
-Datum
-pgss_ng_info(PG_FUNCTION_ARGS)
-{
-	return pgss_ng_views_info(fcinfo);
-}
-
-/*
- * pgss_ng_info_memory
- *		One row: the shared memory pgss_ng's data takes (entry_bytes,
- *		qtext_allocated_bytes, hist_bytes) and the times not kept in a
- *		histogram (hist_dropped); the view pgss_ng_info shows them after
- *		pgss_ng_info()'s columns.  qtext_allocated_bytes is NULL for roles
- *		without the privileges of pg_read_all_stats, as qtext_bytes is.
- *		Errors: library not preloaded; a declaration of other columns.
- */
-Datum
-pgss_ng_info_memory(PG_FUNCTION_ARGS)
-{
-	static const PgssNgColumn columns[] = {
-		{"entry_bytes", INT8OID}, {"qtext_allocated_bytes", INT8OID},
-		{"hist_bytes", INT8OID}, {"hist_dropped", INT8OID}
-	};
-	TupleDesc	tupdesc;
-	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)];
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
-	PgssNgInfoSnapshot info;
-
-	check_loaded();
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
-
-	pgss_ng_stmt_info(&info);
-
-	memset(nulls_made, 0, sizeof(nulls_made));
-	values[0] = Int64GetDatum(info.kind.entry_bytes);
-	/* the texts': see pgss_ng_views_info */
-	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		values[1] = Int64GetDatum(info.qtext.allocated_bytes);
-	else
-		nulls[1] = true;
-	values[2] = Int64GetDatum(info.hist_bytes);
-	values[3] = Int64GetDatum(info.hist_dropped);
-
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/*
- * histogram_srf
- *		Rows (lower_ms, upper_ms, count) for each non-empty bucket of the
- *		phase's time histogram of the entry (userid, dbid, queryid,
- *		toplevel), lowest first; none for an unknown entry (the functions
- *		are STRICT: NULL arguments give no rows either).
- *
- * Privileges (see the file header): a role reads its own statements';
- * another role's only with the privileges of pg_read_all_stats, since the
- * key names the statement, else ERROR (whether the entry exists or not,
- * so that nothing is told about it).
- * Errors: library not preloaded; that privilege; a declared column that
- * the library does not make.
- */
-static Datum
-histogram_srf(FunctionCallInfo fcinfo, PgssNgPhase phase)
-{
-	static const PgssNgColumn columns[] = {
-		{"lower_ms", FLOAT8OID}, {"upper_ms", FLOAT8OID}, {"count", INT8OID}
-	};
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	PgssNgResultMap rm;
-	PgssNgStmtKey key;
-	PgssNgHistPair hist;
-	int			b;
-
-	check_loaded();
-
-	memset(&key, 0, sizeof(key));
-	key.userid = PG_GETARG_OID(0);
-	key.dbid = PG_GETARG_OID(1);
-	key.queryid = (uint64) PG_GETARG_INT64(2);
-	key.toplevel = PG_GETARG_BOOL(3);
-
-	if (key.userid != GetUserId() &&
-		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read the time histogram of "
-						"another role's statement"),
-				 errdetail("Only roles with privileges of the \"%s\" role "
-						   "may read it.", "pg_read_all_stats")));
-
-	InitMaterializedSRF(fcinfo, 0);
-	pgss_ng_result_map(&rm, fcinfo, rsinfo->setDesc, columns,
-					   lengthof(columns), NULL);
-
-	(void) pgss_ng_stmt_histograms(&key, &hist);
-	for (b = 0; b < PGSS_NG_HIST_NBUCKETS; b++)
-	{
-		uint32		count = pgss_ng_hist_count(&hist, phase, b);
-		Datum		values_made[lengthof(columns)];
-		bool		nulls_made[lengthof(columns)] = {false, false, false};
-		Datum	   *values = values_made;
-		bool	   *nulls = nulls_made;
-		double		lower;
-		double		upper;
-
-		if (count == 0)
-			continue;
-		pgss_ng_hist_bounds(b, &lower, &upper);
-		values[0] = Float8GetDatum(lower);
-		values[1] = Float8GetDatum(upper);
-		values[2] = Int64GetDatum((int64) count);
-		pgss_ng_result_project(&rm, &values, &nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
-							 nulls);
-	}
-	return (Datum) 0;
-}
-
-/*
- * pgss_ng_exec_time_histogram / pgss_ng_plan_time_histogram
- *		(userid, dbid, queryid, toplevel): see histogram_srf.
- */
-Datum
-pgss_ng_exec_time_histogram(PG_FUNCTION_ARGS)
-{
-	return histogram_srf(fcinfo, PGSS_NG_PHASE_EXEC);
-}
-
-Datum
-pgss_ng_plan_time_histogram(PG_FUNCTION_ARGS)
-{
-	return histogram_srf(fcinfo, PGSS_NG_PHASE_PLAN);
 }

@@ -1,18 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * waitfuncs.c
- *	  pgss_ng_waits(): the wait-event profile of each statement entry, one
- *	  row per (entry, wait event) the statement kind keeps, with the
- *	  server's own names of the events (pg_stat_activity's), and a row for
- *	  the samples of the entry running with no wait event (CPU); and
- *	  pgss_ng_waits_info(), the sampler's counters that the view
- *	  pgss_ng_info shows.
- *
- * Privileges: as pg_stat_activity shows another role's wait events only
- * to roles with the privileges of pg_read_all_stats, a role without them
- * sees its own statements' rows only.
- *
- * Locking: none taken here; see pgss_ng_waits_read.
+ *	  pgss_ng_waits(): each statement's wait-event profile, a row per
+ *	  (entry, wait event) with pg_stat_activity's names and one for samples
+ *	  with no wait event (CPU); pgss_ng_waits_info(), the sampler's
+ *	  counters for the view pgss_ng_info.  Another role's rows need
+ *	  pg_read_all_stats's privileges, as in pg_stat_activity.  No lock
+ *	  taken here; see pgss_ng_waits_read.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,29 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * sampler.c
- *	  The wait-event sampler, run by the writer (writer.c) between its
- *	  other duties: every pgss_ng.wait_sample_period ms it takes one
- *	  sample of each backend running a tracked statement (its innermost
- *	  statement's key and wait event: stmt/waits.c) and groups the samples
- *	  by statement; every PGSS_NG_SAMPLER_FOLD_MS (1 s) it adds each group
- *	  to its entry: one lookup and lock per statement and second, not per
- *	  sample, which is what a fold costs most (cache misses on the entry,
- *	  its partition and pgss_ng_waits).
- *
- * A tick counts for the periods since the previous one: one normally, more
- * when the writer woke up late (at most PGSS_NG_SAMPLER_MAX_WEIGHT; a
- * longer gap is lost time), so that samples x period stays an estimate of
- * the time whatever the writer's scheduling.
- *
- * A statement's entry may not exist yet while it runs (one without
- * constants gets it when its first execution ends): its samples wait here,
- * tried again at each fold, and count as lost
- * (pgss_ng_info.wait_samples_lost) PGSS_NG_SAMPLER_GRACE_MS after the
- * last one, or when more than PGSS_NG_SAMPLER_MAX_WAITING statements wait.
- *
- * Owns: the samples waiting for their entry (process-local).
- *
- * Locking: none of its own; adding takes what pgss_ng_waits_add takes.
+ *	  The wait-event sampler, run by the writer between its other duties:
+ *	  each pgss_ng.wait_sample_period ms a sample of every backend running a
+ *	  tracked statement (its innermost key and wait event: stmt/waits.c),
+ *	  weighted by the periods since the last tick, grouped by statement and
+ *	  folded into the entries each PGSS_NG_SAMPLER_FOLD_MS.  Owns the
+ *	  samples waiting for an entry not made yet.  docs/design.md, "Wait events".
  *
  *-------------------------------------------------------------------------
  */

@@ -1,64 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * writer.c
- *	  Statistics that survive a clean restart: the pgss_ng writer, a
- *	  background worker that reads the stats file at startup and writes it
- *	  at a clean shutdown, and publishes pgss_ng.max to every process.  In
- *	  between it samples wait events (sampler.c).
- *
- * Who and when
- *	  The postmaster may not attach DSM segments, so it cannot read or write
- *	  entries that live in the kind's DSA area.  A background worker with
- *	  shared memory access (no database connection) does it:
- *	  - at start: it publishes its pgss_ng.max (pgss_ng_stmt_publish_max).
- *		If pgss_ng.save is on and PGSS_NG_STAT_FILE exists, it reads the
- *		whole file (what is not a regular file, e.g. a FIFO, is refused
- *		without blocking), removes it, checks it (size, magic number, format
- *		version, PostgreSQL major version, CRC-32C, every record's form),
- *		restores the info counters and re-creates the entries, most
- *		valuable first, at most pgss_ng.max of them, never evicting: saved
- *		texts that no longer fit are dropped instead.  A full reset during
- *		the restore stops it (stmt_saved.c).  A bad file gives one WARNING
- *		naming it and the reason; statistics then start empty.  Because the
- *		file is removed once read, a crash or an immediate shutdown later
- *		leaves none: statistics start empty then, like PostgreSQL's own.
- *	  - on SIGHUP, in its main loop and between two records of a restore:
- *		it reloads the configuration, publishes pgss_ng.max and evicts at
- *		once if the table is above it (writer_reload), so that a reload
- *		takes hold in every backend, even one busy in a long statement.
- *	  - on SIGTERM (smart or fast shutdown; the postmaster sends it to
- *		background workers once the client backends are gone or going): if
- *		the postmaster is shutting down (postmaster.pid says "stopping"),
- *		it waits, at most PGSS_NG_WRITER_WAIT_MS, until every other process
- *		has flushed its pending counts and detached, adds the wait
- *		samples it still holds (sampler.c), then writes the file under a
- *		temporary name, fsyncs it and renames it durably (with
- *		pgss_ng.save off it removes any old file instead), and exits with
- *		code 0, which the postmaster does not log.  Otherwise the SIGTERM
- *		was not a shutdown: it exits at once with code 1, writing nothing;
- *		the postmaster starts it again within a second, and the new
- *		writer publishes pgss_ng.max and, finding the statistics already
- *		loaded (pgss_ng_stmt_loaded()), loads no file.
- *	  - a file that cannot be removed once read is not loaded (WARNING):
- *		it would be loaded again at the writer's next start.
- *	  - if the writer cannot be registered (max_worker_processes too low),
- *		one WARNING at the postmaster's start says so, and the file of an
- *		earlier run is removed, since nothing loads or saves statistics in
- *		this run and the file would be stale at the next start.
- *	  - one saved entry that cannot be re-created (an ERROR) is logged and
- *		skipped; the rest still load.  But when shared memory runs out (an
- *		out-of-memory ERROR or allocation failure, which starts the kind
- *		layer's allocation back-off), the restore stops there: one line
- *		says how many entries were restored and how many skipped.
- *	  - on SIGQUIT (immediate shutdown, crash of another process) it exits
- *		at once, writing nothing.
- *
- * File format: see stmt_saved.h, which holds it whole (header, info
- * block, entry record, format version); statsfile.c reads and writes it.
- *
- * Locking: reading entries takes the kind layer's locks (foreach); the
- * writer runs when no client backend is left, the reader before most of
- * them start.
+ *	  The pgss_ng writer, a background worker with shared memory access:
+ *	  it publishes pgss_ng.max to every process (at start and on SIGHUP,
+ *	  evicting past it), restores the stats file at start and saves it at
+ *	  a clean shutdown (statsfile.c; the format is stmt_saved.h's), and in
+ *	  between samples wait events (sampler.c).  docs/design.md,
+ *	  "Persistence"; locking: the kind layer's, reading or restoring.
  *
  *-------------------------------------------------------------------------
  */

@@ -354,7 +354,7 @@ unit_call_guarded(void *arg)
 			c->still_pending = pgss_ng_kind_flush(unit_kind, c->force);
 			break;
 		case UNIT_OP_EVICT:
-			pgss_ng_kind_evict(unit_kind);
+			pgss_ng_kind_run_eviction(unit_kind);
 			break;
 	}
 }
@@ -376,13 +376,13 @@ result_name(PgssNgCreateResult r)
 {
 	switch (r)
 	{
-		case PGSS_NG_EXISTS:
+		case PGSS_NG_CREATE_EXISTS:
 			return "exists";
-		case PGSS_NG_CREATED:
+		case PGSS_NG_CREATE_NEW:
 			return "created";
-		case PGSS_NG_FULL:
+		case PGSS_NG_CREATE_FULL:
 			return "full";
-		case PGSS_NG_OUT_OF_MEMORY:
+		case PGSS_NG_CREATE_OUT_OF_MEMORY:
 			return "out of memory";
 	}
 	return "?";
@@ -399,7 +399,7 @@ unit_create(int64 key, int64 tag, UnitInitMode mode)
 {
 	UnitCall	c = {.op = UNIT_OP_CREATE,
 		.init = {.key = key, .tag = tag, .mode = mode,
-	.inner = PGSS_NG_OUT_OF_MEMORY}};
+	.inner = PGSS_NG_CREATE_OUT_OF_MEMORY}};
 
 	if (!unit_call(&c, "create an entry"))
 		return cstring_to_text("error");
@@ -464,7 +464,7 @@ kind_unit_flush(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(c.still_pending);
 }
 
-/* kind_unit_evict(): pgss_ng_kind_evict */
+/* kind_unit_evict(): pgss_ng_kind_run_eviction */
 PG_FUNCTION_INFO_V1(kind_unit_evict);
 Datum
 kind_unit_evict(PG_FUNCTION_ARGS)

@@ -22,7 +22,7 @@ AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 -- pgss_ng_kind_flush: whether something is still pending
 CREATE FUNCTION kind_unit_flush(force boolean) RETURNS boolean
 AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
--- pgss_ng_kind_evict
+-- pgss_ng_kind_run_eviction
 CREATE FUNCTION kind_unit_evict() RETURNS void
 AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 -- pgss_ng_kind_exists
