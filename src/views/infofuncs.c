@@ -78,23 +78,18 @@ pgss_ng_views_info(FunctionCallInfo fcinfo)
 	};
 	TupleDesc	tupdesc;
 	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)];
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
+	Datum		values[lengthof(columns)];
+	bool		nulls[lengthof(columns)];
 	PgssNgInfoSnapshot info;
 	int			i = 0;
 
 	pgss_ng_views_check_loaded();
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
+	tupdesc = pgss_ng_result_row_begin(&rm, fcinfo, columns, lengthof(columns));
 
 	pgss_ng_stmt_info(&info);
 
-	memset(nulls_made, 0, sizeof(nulls_made));
+	memset(nulls, 0, sizeof(nulls));
 	values[i++] = Int64GetDatum(info.kind.dealloc);
 	values[i++] = TimestampTzGetDatum(info.stats_reset);
 	values[i++] = Int64GetDatum(info.kind.entries);
@@ -129,8 +124,7 @@ pgss_ng_views_info(FunctionCallInfo fcinfo)
 		nulls[i++] = true;
 	Assert(i == lengthof(columns));
 
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(pgss_ng_result_row_end(&rm, tupdesc, values, nulls));
 }
 
 /*
@@ -161,22 +155,17 @@ pgss_ng_info_memory(PG_FUNCTION_ARGS)
 	};
 	TupleDesc	tupdesc;
 	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)];
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
+	Datum		values[lengthof(columns)];
+	bool		nulls[lengthof(columns)];
 	PgssNgInfoSnapshot info;
 
 	pgss_ng_views_check_loaded();
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
+	tupdesc = pgss_ng_result_row_begin(&rm, fcinfo, columns, lengthof(columns));
 
 	pgss_ng_stmt_info(&info);
 
-	memset(nulls_made, 0, sizeof(nulls_made));
+	memset(nulls, 0, sizeof(nulls));
 	values[0] = Int64GetDatum(info.kind.entry_bytes);
 	/* the texts': see pgss_ng_views_info */
 	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
@@ -186,6 +175,5 @@ pgss_ng_info_memory(PG_FUNCTION_ARGS)
 	values[2] = Int64GetDatum(info.hist_bytes);
 	values[3] = Int64GetDatum(info.hist_dropped);
 
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(pgss_ng_result_row_end(&rm, tupdesc, values, nulls));
 }

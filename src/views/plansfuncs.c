@@ -23,6 +23,7 @@
 
 #include "convert.h"
 #include "resultcols.h"
+#include "sqlfuncs.h"
 #include "stmt/plans.h"
 #include "stmt/stmt_kind.h"
 
@@ -160,24 +161,16 @@ pgss_ng_plans_info(PG_FUNCTION_ARGS)
 	};
 	TupleDesc	tupdesc;
 	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)];
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
+	Datum		values[lengthof(columns)];
+	bool		nulls[lengthof(columns)];
 	PgssNgPlansStats st;
 	int			i = 0;
 
-	if (!pgss_ng_stmt_attach())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pgss_ng must be loaded via \"shared_preload_libraries\"")));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
+	pgss_ng_views_check_loaded();
+	tupdesc = pgss_ng_result_row_begin(&rm, fcinfo, columns, lengthof(columns));
 
 	pgss_ng_plans_stats(&st);
-	memset(nulls_made, 0, sizeof(nulls_made));
+	memset(nulls, 0, sizeof(nulls));
 	values[i++] = Int64GetDatum(st.rows);
 	values[i++] = Int64GetDatum(st.rows_max);
 	values[i++] = Int64GetDatum(st.evicted);
@@ -188,6 +181,5 @@ pgss_ng_plans_info(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum(st.text.failures);
 	Assert(i == lengthof(columns));
 
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(pgss_ng_result_row_end(&rm, tupdesc, values, nulls));
 }

@@ -19,6 +19,7 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_proc.h"
 #include "commands/extension.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/regproc.h"
@@ -172,4 +173,29 @@ pgss_ng_result_project(PgssNgResultMap *rm, Datum **values, bool **nulls)
 	}
 	*values = rm->values;
 	*nulls = rm->nulls;
+}
+
+/*
+ * pgss_ng_result_row_begin / _end
+ *		A function returning one row of made columns: the declared row
+ *		type, mapped (begin); the row projected onto it, as a Datum (end).
+ */
+TupleDesc
+pgss_ng_result_row_begin(PgssNgResultMap *rm, FunctionCallInfo fcinfo,
+						 const PgssNgColumn *made, int nmade)
+{
+	TupleDesc	tupdesc;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	pgss_ng_result_map(rm, fcinfo, tupdesc, made, nmade, NULL);
+	return tupdesc;
+}
+
+Datum
+pgss_ng_result_row_end(PgssNgResultMap *rm, TupleDesc tupdesc,
+					   Datum *values, bool *nulls)
+{
+	pgss_ng_result_project(rm, &values, &nulls);
+	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }

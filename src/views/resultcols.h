@@ -48,5 +48,11 @@ extern void pgss_ng_result_map(PgssNgResultMap *rm, FunctionCallInfo fcinfo,
 							   int nmade, const PgssNgColumnAlias *aliases);
 extern void pgss_ng_result_project(PgssNgResultMap *rm, Datum **values,
 								   bool **nulls);
+extern TupleDesc pgss_ng_result_row_begin(PgssNgResultMap *rm,
+										  FunctionCallInfo fcinfo,
+										  const PgssNgColumn *made,
+										  int nmade);
+extern Datum pgss_ng_result_row_end(PgssNgResultMap *rm, TupleDesc tupdesc,
+									Datum *values, bool *nulls);
 
 #endif							/* PGSS_NG_RESULTCOLS_H */

@@ -23,6 +23,7 @@
 #include "utils/wait_event.h"
 
 #include "resultcols.h"
+#include "sqlfuncs.h"
 #include "stmt/stmt_read.h"
 
 PG_FUNCTION_INFO_V1(pgss_ng_waits);
@@ -137,20 +138,12 @@ pgss_ng_waits_info(PG_FUNCTION_ARGS)
 	};
 	TupleDesc	tupdesc;
 	PgssNgResultMap rm;
-	Datum		values_made[lengthof(columns)];
-	bool		nulls_made[lengthof(columns)] = {false, false, false};
-	Datum	   *values = values_made;
-	bool	   *nulls = nulls_made;
+	Datum		values[lengthof(columns)];
+	bool		nulls[lengthof(columns)] = {false, false, false};
 	PgssNgInfoSnapshot info;
 
-	if (!pgss_ng_stmt_attach())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pgss_ng must be loaded via \"shared_preload_libraries\"")));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	pgss_ng_result_map(&rm, fcinfo, tupdesc, columns, lengthof(columns),
-					   NULL);
+	pgss_ng_views_check_loaded();
+	tupdesc = pgss_ng_result_row_begin(&rm, fcinfo, columns, lengthof(columns));
 	pgss_ng_stmt_info(&info);
 	values[0] = Int64GetDatum(info.wait_events_dropped);
 	values[1] = Int64GetDatum(info.wait_samples_lost);
@@ -158,6 +151,5 @@ pgss_ng_waits_info(PG_FUNCTION_ARGS)
 		values[2] = TimestampTzGetDatum(info.wait_samples_added);
 	else
 		nulls[2] = true;
-	pgss_ng_result_project(&rm, &values, &nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(pgss_ng_result_row_end(&rm, tupdesc, values, nulls));
 }
